@@ -1,0 +1,1 @@
+"""Packet families; one module per family, each packet a frozen dataclass."""

@@ -1,0 +1,1 @@
+"""Reference broker and client (issue 3 builds them; nothing here yet)."""
