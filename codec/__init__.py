@@ -21,7 +21,7 @@ fields in order.  Every decoding failure is a :class:`CodecError`.
 
 from __future__ import annotations
 
-from . import raw
+from . import _fastpath, raw
 from ._constants import (
     ADDRESSING_CHANGE_VERSION,
     ARTEMIS_2_7_0_VERSION,
@@ -321,3 +321,5 @@ __all__ = [
     "packet_class",
     "raw",
 ]
+
+_fastpath.install()

@@ -86,7 +86,9 @@ def encode_body(packet: Packet, *, version: int = CURRENT_VERSION) -> bytes:
 def encode_packet(packet: Packet, channel_id: int = 0, *, version: int = CURRENT_VERSION) -> bytes:
     """One whole frame for ``packet`` on ``channel_id``."""
     fast = _FAST_ENCODERS.get(type(packet))
-    body = fast(packet, version) if fast is not None else encode_body(packet, version=version)
+    body = fast(packet, version) if fast is not None else None
+    if body is None:
+        body = encode_body(packet, version=version)
     return _HEADER.pack(len(body) + 9, int(packet.TYPE), channel_id) + body
 
 

@@ -1,0 +1,292 @@
+"""Hand-written fast paths for the hottest frames: SESS_SEND, SESS_RECEIVE_MSG
+and PACKETS_CONFIRMED.
+
+The construct formats stay the definition; these functions compute the same
+thing with ``struct`` directly.  A decoder returns ``None`` for anything it does
+not accept (short input, bad lengths, legacy versions), and the caller then runs
+the construct format, which either decodes it or raises the precise
+:class:`~codec.CodecError`.  An encoder returns ``None`` when a value does not
+fit, for the same reason.  Tests check that both paths agree on random and
+mutated input.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from ._constants import ADDRESSING_CHANGE_VERSION, ARTEMIS_2_7_0_VERSION, ARTEMIS_2_28_0_VERSION
+from ._frame import _FAST_DECODERS, _FAST_ENCODERS
+from ._packets.control import PacketsConfirmedMessage
+from ._packets.messages import SessionReceiveMessage, SessionSendMessage
+from ._structures import EMPTY_PROPERTIES, CoreMessage, Property, PropertyType, TypedProperties
+
+__all__ = ["install"]
+
+_i8 = struct.Struct(">b")
+_i16 = struct.Struct(">h")
+_u16 = struct.Struct(">H")
+_i32 = struct.Struct(">i")
+_i64 = struct.Struct(">q")
+_f32 = struct.Struct(">f")
+_f64 = struct.Struct(">d")
+# message_id, then after address/userID: type, durable, expiration, timestamp, priority
+_head_tail = struct.Struct(">bbqqb")
+_PT = PropertyType
+_TYPES = {t.value: t for t in PropertyType}
+
+
+class _Reject(Exception):
+    """Input the fast path leaves to the careful parser."""
+
+
+def _ss(buf: bytes, pos: int, end: int) -> tuple[str, int]:
+    (n,) = _i32.unpack_from(buf, pos)
+    pos += 4
+    if n < 0 or n & 1 or pos + n > end:
+        raise _Reject
+    return buf[pos : pos + n].decode("utf-16-le", "surrogatepass"), pos + n
+
+
+def _properties(buf: bytes, pos: int, end: int) -> tuple[TypedProperties, int]:
+    if pos >= end:
+        raise _Reject
+    if buf[pos] == 0:
+        return EMPTY_PROPERTIES, pos + 1
+    (count,) = _i32.unpack_from(buf, pos + 1)
+    pos += 5
+    if count < 0 or count * 5 > end - pos:
+        raise _Reject
+    entries = []
+    for _ in range(count):
+        key, pos = _ss(buf, pos, end)
+        if pos >= end:
+            raise _Reject
+        tag = _TYPES.get(_i8.unpack_from(buf, pos)[0])
+        pos += 1
+        value: Any
+        if tag is _PT.INT:
+            (value,) = _i32.unpack_from(buf, pos)
+            pos += 4
+        elif tag is _PT.STRING:
+            value, pos = _ss(buf, pos, end)
+        elif tag is _PT.LONG:
+            (value,) = _i64.unpack_from(buf, pos)
+            pos += 8
+        elif tag is _PT.BOOLEAN:
+            value = buf[pos] != 0
+            pos += 1
+        elif tag is _PT.DOUBLE:
+            (value,) = _f64.unpack_from(buf, pos)
+            pos += 8
+        elif tag is _PT.BYTES:
+            (n,) = _i32.unpack_from(buf, pos)
+            pos += 4
+            if n < 0 or pos + n > end:
+                raise _Reject
+            value = buf[pos : pos + n]
+            pos += n
+        elif tag is _PT.BYTE:
+            (value,) = _i8.unpack_from(buf, pos)
+            pos += 1
+        elif tag is _PT.SHORT:
+            (value,) = _i16.unpack_from(buf, pos)
+            pos += 2
+        elif tag is _PT.FLOAT:
+            (value,) = _f32.unpack_from(buf, pos)
+            pos += 4
+        elif tag is _PT.CHAR:
+            value = chr(_u16.unpack_from(buf, pos)[0])
+            pos += 2
+        elif tag is _PT.NULL:
+            value = None
+        else:
+            raise _Reject
+        if pos > end:
+            raise _Reject
+        entries.append(Property(key, tag, value))
+    return TypedProperties(tuple(entries)), pos
+
+
+def _message(buf: bytes, end: int) -> CoreMessage:
+    """The message buffer occupying ``buf[0:end]`` exactly."""
+    (e,) = _i32.unpack_from(buf, 0)
+    body_end = 4 + e - 13
+    if e < 13 or body_end + 9 > end:
+        raise _Reject
+    body = buf[4:body_end]
+    (message_id,) = _i64.unpack_from(buf, body_end)
+    pos = body_end + 8
+    address = None
+    if buf[pos]:
+        address, pos = _ss(buf, pos + 1, end)
+    else:
+        pos += 1
+    user_id = None
+    if pos >= end:
+        raise _Reject
+    if buf[pos]:
+        if pos + 17 > end:
+            raise _Reject
+        user_id = buf[pos + 1 : pos + 17]
+        pos += 17
+    else:
+        pos += 1
+    if pos + _head_tail.size > end:
+        raise _Reject
+    mtype, durable, expiration, timestamp, priority = _head_tail.unpack_from(buf, pos)
+    properties, pos = _properties(buf, pos + _head_tail.size, end)
+    if pos != end:
+        raise _Reject
+    return CoreMessage(
+        body, message_id, address, user_id, mtype, durable != 0, expiration, timestamp, priority, properties
+    )
+
+
+def decode_send(body: bytes, version: int) -> SessionSendMessage | None:
+    if 0 < version < ADDRESSING_CHANGE_VERSION:
+        return None
+    try:
+        n = len(body)
+        if 0 < version < ARTEMIS_2_7_0_VERSION:
+            end = n - 1
+            message = _message(body, end)
+            return SessionSendMessage(message, body[end] != 0, None, None)
+        if version < ARTEMIS_2_28_0_VERSION:
+            end = n - 9
+            message = _message(body, end)
+            return SessionSendMessage(message, body[end] != 0, _i64.unpack_from(body, end + 1)[0], None)
+        end = n - 13
+        message = _message(body, end)
+        (correlation_id,) = _i64.unpack_from(body, end + 1)
+        (sender_id,) = _i32.unpack_from(body, end + 9)
+        return SessionSendMessage(message, body[end] != 0, correlation_id, sender_id)
+    except (_Reject, struct.error, IndexError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def decode_receive(body: bytes, version: int) -> SessionReceiveMessage | None:
+    if 0 < version < ADDRESSING_CHANGE_VERSION:
+        return None
+    try:
+        end = len(body) - 12
+        message = _message(body, end)
+        (consumer_id,) = _i64.unpack_from(body, end)
+        (delivery_count,) = _i32.unpack_from(body, end + 8)
+        return SessionReceiveMessage(message, consumer_id, delivery_count)
+    except (_Reject, struct.error, IndexError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def decode_confirmed(body: bytes, version: int) -> PacketsConfirmedMessage | None:
+    if len(body) != 4:
+        return None
+    return PacketsConfirmedMessage(_i32.unpack(body)[0])
+
+
+# --------------------------------------------------------------------- encoders
+
+_VALUE_PACKERS = {
+    _PT.BYTE: _i8.pack,
+    _PT.SHORT: _i16.pack,
+    _PT.INT: _i32.pack,
+    _PT.LONG: _i64.pack,
+    _PT.FLOAT: _f32.pack,
+    _PT.DOUBLE: _f64.pack,
+}
+
+
+def _encode_ss(text: str) -> bytes:
+    data = text.encode("utf-16-le", "surrogatepass")
+    return _i32.pack(len(data)) + data
+
+
+def _encode_message(m: CoreMessage) -> bytes:
+    parts = [_i32.pack(len(m.body) + 13), m.body, _i64.pack(m.message_id)]
+    parts.append(b"\x00" if m.address is None else b"\x01" + _encode_ss(m.address))
+    if m.user_id is None:
+        parts.append(b"\x00")
+    else:
+        if len(m.user_id) != 16:
+            raise _Reject
+        parts.append(b"\x01" + m.user_id)
+    parts.append(_head_tail.pack(m.type, 1 if m.durable else 0, m.expiration, m.timestamp, m.priority))
+    props = m.properties
+    if not props:
+        parts.append(b"\x00")
+    else:
+        if not isinstance(props, TypedProperties):
+            raise _Reject
+        parts.append(b"\x01" + _i32.pack(len(props.entries)))
+        for e in props.entries:
+            parts.append(_encode_ss(e.key))
+            tag = e.type
+            parts.append(_i8.pack(tag))
+            value = e.value
+            packer = _VALUE_PACKERS.get(tag)
+            if packer is not None:
+                is_real = tag is _PT.FLOAT or tag is _PT.DOUBLE
+                if isinstance(value, bool) or not isinstance(value, float if is_real else int):
+                    raise _Reject
+                parts.append(packer(value))
+            elif tag is _PT.STRING and isinstance(value, str):
+                parts.append(_encode_ss(value))
+            elif tag is _PT.BOOLEAN:
+                parts.append(b"\x01" if value else b"\x00")
+            elif tag is _PT.BYTES and isinstance(value, (bytes, bytearray)):
+                parts.append(_i32.pack(len(value)) + bytes(value))
+            elif tag is _PT.NULL:
+                pass
+            else:
+                raise _Reject
+    return b"".join(parts)
+
+
+def encode_send(packet: Any, version: int) -> bytes | None:
+    if 0 < version < ADDRESSING_CHANGE_VERSION:
+        return None
+    try:
+        parts = [_encode_message(packet.message), b"\xff" if packet.requires_response else b"\x00"]
+        if version == 0 or version >= ARTEMIS_2_7_0_VERSION:
+            c = packet.correlation_id
+            parts.append(_i64.pack(0 if c is None else c))
+        if version >= ARTEMIS_2_28_0_VERSION:
+            s = packet.sender_id
+            parts.append(_i32.pack(0 if s is None else s))
+        return b"".join(parts)
+    except (_Reject, struct.error, TypeError, AttributeError, UnicodeEncodeError, OverflowError):
+        return None
+
+
+def encode_receive(packet: Any, version: int) -> bytes | None:
+    if 0 < version < ADDRESSING_CHANGE_VERSION:
+        return None
+    try:
+        return _encode_message(packet.message) + _i64.pack(packet.consumer_id) + _i32.pack(packet.delivery_count)
+    except (_Reject, struct.error, TypeError, AttributeError, UnicodeEncodeError, OverflowError):
+        return None
+
+
+def encode_confirmed(packet: Any, version: int) -> bytes | None:
+    try:
+        return _i32.pack(packet.command_id)
+    except (struct.error, TypeError, OverflowError):
+        return None
+
+
+def install() -> None:
+    """Register the fast paths with the frame codec."""
+    _FAST_DECODERS.update(
+        {
+            SessionSendMessage: decode_send,
+            SessionReceiveMessage: decode_receive,
+            PacketsConfirmedMessage: decode_confirmed,
+        }
+    )
+    _FAST_ENCODERS.update(
+        {
+            SessionSendMessage: encode_send,
+            SessionReceiveMessage: encode_receive,
+            PacketsConfirmedMessage: encode_confirmed,
+        }
+    )
