@@ -15,11 +15,11 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from ._constants import ADDRESSING_CHANGE_VERSION, ARTEMIS_2_7_0_VERSION, ARTEMIS_2_28_0_VERSION
+from ._constants import ADDRESSING_CHANGE_VERSION, ARTEMIS_2_7_0_VERSION, ARTEMIS_2_28_0_VERSION, PropertyType
 from ._frame import _FAST_DECODERS, _FAST_ENCODERS
 from ._packets.control import PacketsConfirmedMessage
 from ._packets.messages import SessionReceiveMessage, SessionSendMessage
-from ._structures import EMPTY_PROPERTIES, CoreMessage, Property, PropertyType, TypedProperties
+from ._structures import EMPTY_PROPERTIES, CoreMessage, Property, TypedProperties
 
 __all__ = ["install"]
 

@@ -169,7 +169,7 @@ def parse_format(
             obj = compiled.parse_stream(stream, version=version)
             if allow_trailing or remaining(stream) == 0:
                 return obj
-        except Exception:  # noqa: BLE001 - any failure falls back to the careful parser
+        except Exception:  # noqa: BLE001, S110 - any failure falls back to the careful parser
             pass
     stream = BytesIO(data)
     try:

@@ -101,7 +101,7 @@ def decode_body(type_code: int, body: bytes, *, version: int = CURRENT_VERSION) 
         )
     fast = _FAST_DECODERS.get(cls)
     if fast is not None:
-        packet = fast(body, version)
+        packet: Packet | None = fast(body, version)
         if packet is not None:
             return packet
     fields = parse_format(

@@ -1,5 +1,5 @@
 """Composite wire structures: TypedProperties, Xid, TransportConfiguration and
-the core message buffer (notes §3.6–3.8, §6)."""
+the core message buffer (notes §3.6-3.8, §6)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from io import BytesIO
-from typing import Any, Union
+from typing import Any
 
 from construct import Construct, Pass, Struct, Switch, this
 
@@ -48,7 +48,7 @@ __all__ = [
     "Xid",
 ]
 
-PropertyValue = Union[None, bool, int, float, str, bytes]
+PropertyValue = bool | int | float | str | bytes | None
 
 _INT_RANGES = {
     PropertyType.BYTE: (-(2**7), 2**7 - 1),
@@ -138,6 +138,7 @@ class TypedProperties(Mapping[str, PropertyValue]):
 
 
 EMPTY_PROPERTIES = TypedProperties()
+_FLOAT_MAX = 3.4028234663852886e38
 
 
 class _PropertyValueCheck(Construct):  # type: ignore[misc]
@@ -158,8 +159,7 @@ class _PropertyValueCheck(Construct):  # type: ignore[misc]
                 raise FieldError(
                     f"{obj!r} is not a {PropertyType(tag).name} value", path=path, offset=None
                 )
-        elif tag == PropertyType.FLOAT and isinstance(obj, float) and math.isfinite(obj):
-            if abs(obj) > 3.4028234663852886e38:
+        elif tag == PropertyType.FLOAT and isinstance(obj, float) and math.isfinite(obj) and abs(obj) > _FLOAT_MAX:
                 raise FieldError(f"{obj!r} overflows a FLOAT", path=path, offset=None)
         return self.inner._build(obj, stream, context, path)
 
@@ -327,7 +327,7 @@ class TransportConfiguration:
         return None if value is None else int(value)
 
 
-_PARAM_VALUES = {
+_PARAM_VALUES: dict[TransportParamType, Any] = {
     TransportParamType.BOOLEAN: Bool,
     TransportParamType.INT: I32,
     TransportParamType.LONG: I64,

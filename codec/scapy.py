@@ -271,7 +271,7 @@ def _dissect_body(type_code: int, data: bytes) -> Any:
     return BODY_LAYERS[type(packet)].from_codec(packet, wire=data)
 
 
-class _BodyField(PacketLenField):  # type: ignore[misc]
+class _BodyField(_F.PacketLenField):  # type: ignore[misc]
     """The frame body: ``length - 9`` bytes, dissected by the codec."""
 
     def __init__(self, name: str) -> None:
@@ -337,12 +337,12 @@ class ArtemisCore(_Layer):  # type: ignore[misc]
         return cls
 
     @classmethod
-    def from_packet(
-        cls, packet: CodecPacket, channel_id: int = 0, *, version: int | None = None
-    ) -> Any:
+    def from_packet(cls, packet: CodecPacket, channel_id: int = 0, *, version: int | None = None) -> Any:
         """The frame :func:`codec.encode_packet` makes for ``packet``; ``raw()`` of
         the result is exactly those bytes."""
-        frame = encode_packet(packet, channel_id, version=version or cls.protocol_version)
+        frame = encode_packet(
+            packet, channel_id, version=cls.protocol_version if version is None else version
+        )
         body = BODY_LAYERS[type(packet)].from_codec(packet, wire=frame[HEADER_SIZE:])
         return cls(length=len(frame) - 4, type=int(packet.TYPE), channel=channel_id, body=body)
 

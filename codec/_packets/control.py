@@ -12,8 +12,6 @@ from .._primitives import I32, I64, N1, NB, Bool, NullableByte, SimpleStr, Str
 from .._structures import TRANSPORT_CONFIGURATION, TransportConfiguration
 from ._base import Packet, extend
 
-# ruff: noqa: N801 - class names are Artemis's Java class names, verbatim
-
 
 @dataclass(frozen=True, slots=True)
 class Ping(Packet):

@@ -22,8 +22,6 @@ from .._primitives import I32, I64, Bool, Bytes, FieldError, remaining
 from .._structures import BODY_OFFSET, MESSAGE, MESSAGE_HEADERS_ONLY, CoreMessage
 from ._base import Packet
 
-# ruff: noqa: N801 - class names are Artemis's Java class names, verbatim
-
 #: The legacy layout's extra int and its body offset are 4 bytes further on.
 _LEGACY_SHIFT = 4
 

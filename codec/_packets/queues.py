@@ -11,8 +11,6 @@ from .._format import Tail
 from .._primitives import I8, I32, I64, N1, NB, Bool, Counted, NullableByte, SimpleStr
 from ._base import Packet, extend
 
-# ruff: noqa: N801 - class names are Artemis's Java class names, verbatim
-
 # The optional queue attributes shared by CREATE_QUEUE_V2 and CREATE_SHARED_QUEUE_V2.
 # Decoders read them only while bytes remain (older clients stop early).
 _QUEUE_ATTRIBUTES = (

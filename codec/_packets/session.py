@@ -12,8 +12,6 @@ from .._format import Trailing
 from .._primitives import I32, I64, N1, Bool, Str
 from ._base import Packet, extend
 
-# ruff: noqa: N801 - class names are Artemis's Java class names, verbatim
-
 
 @dataclass(frozen=True, slots=True)
 class CreateSessionMessage(Packet):

@@ -12,8 +12,6 @@ from .._primitives import I32, I64, N1, NB, Bool, SimpleStr, Str
 from .._structures import TRANSPORT_CONFIGURATION, TransportConfiguration
 from ._base import Packet
 
-# ruff: noqa: N801 - class names are Artemis's Java class names, verbatim
-
 # A node leaving (exit=true) carries no connectors and no `last` flag.
 _MEMBER = (
     "live" / If(~this.exit, NB(TRANSPORT_CONFIGURATION)),

@@ -9,12 +9,27 @@ from typing import Any
 from construct import Computed, IfThenElse, Pass, Renamed, Struct
 from hypothesis import strategies as st
 
-from codec import PACKET_CLASSES, CoreMessage, Packet, PropertyType, TransportConfiguration, TypedProperties, Xid
+from codec import (
+    PACKET_CLASSES,
+    CoreMessage,
+    Packet,
+    PropertyType,
+    TransportConfiguration,
+    TypedProperties,
+    Xid,
+)
 from codec import _primitives as p
 from codec._constants import TransportParamType
 from codec._format import DataclassAdapter, Since, Tail, Trailing
 from codec._packets import messages as m
-from codec._structures import MESSAGE_HEADERS_ONLY, TRANSPORT_CONFIGURATION, TYPED_PROPERTIES, XID, Property, TransportParam
+from codec._structures import (
+    MESSAGE_HEADERS_ONLY,
+    TRANSPORT_CONFIGURATION,
+    TYPED_PROPERTIES,
+    XID,
+    Property,
+    TransportParam,
+)
 
 texts = st.text(max_size=12) | st.text(min_size=4090, max_size=4100, alphabet="ab\u00e9\u4e2d")
 short_texts = st.text(max_size=12)
