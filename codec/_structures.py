@@ -160,7 +160,7 @@ class _PropertyValueCheck(Construct):  # type: ignore[misc]
                     f"{obj!r} is not a {PropertyType(tag).name} value", path=path, offset=None
                 )
         elif tag == PropertyType.FLOAT and isinstance(obj, float) and math.isfinite(obj) and abs(obj) > _FLOAT_MAX:
-                raise FieldError(f"{obj!r} overflows a FLOAT", path=path, offset=None)
+            raise FieldError(f"{obj!r} overflows a FLOAT", path=path, offset=None)
         return self.inner._build(obj, stream, context, path)
 
 

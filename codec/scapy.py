@@ -75,6 +75,7 @@ _F: Any = _scapy_fields
 _Layer: Any = _scapy_packet.Packet
 _Field: Any = _F.Field
 bind_layers: Any = _scapy_packet.bind_layers
+bind_bottom_up: Any = _scapy_packet.bind_bottom_up
 
 _LENGTH = struct.Struct(">i")
 _TYPE = struct.Struct(">b")
@@ -517,16 +518,19 @@ def _ports(value: int | Iterable[int] | None) -> list[int]:
 
 
 def bind_ports(tcp: int | Iterable[int] | None = None, udp: int | Iterable[int] | None = None) -> None:
-    """Dissect TCP ``tcp`` port(s) (either direction) as core frames and UDP
-    datagrams to ``udp`` port(s) as discovery datagrams."""
+    """Also dissect TCP ``tcp`` port(s) (either direction) as core frames and UDP
+    datagrams to ``udp`` port(s) as discovery datagrams.  Only dissection is
+    bound: ``TCP()/ArtemisCore()`` still defaults to port 61616."""
     for port in _ports(tcp):
-        bind_layers(TCP, ArtemisCore, sport=port)
-        bind_layers(TCP, ArtemisCore, dport=port)
+        bind_bottom_up(TCP, ArtemisCore, sport=port)
+        bind_bottom_up(TCP, ArtemisCore, dport=port)
     for port in _ports(udp):
-        bind_layers(UDP, ArtemisDiscovery, dport=port)
+        bind_bottom_up(UDP, ArtemisDiscovery, dport=port)
 
 
-bind_ports(tcp=DEFAULT_CORE_PORT, udp=DEFAULT_DISCOVERY_PORT)
+bind_layers(TCP, ArtemisCore, sport=DEFAULT_CORE_PORT)
+bind_layers(TCP, ArtemisCore, dport=DEFAULT_CORE_PORT)
+bind_layers(UDP, ArtemisDiscovery, dport=DEFAULT_DISCOVERY_PORT)
 
 
 def frames(packet: Any) -> list[Any]:
