@@ -341,9 +341,7 @@ class ArtemisCore(_Layer):  # type: ignore[misc]
     def from_packet(cls, packet: CodecPacket, channel_id: int = 0, *, version: int | None = None) -> Any:
         """The frame :func:`codec.encode_packet` makes for ``packet``; ``raw()`` of
         the result is exactly those bytes."""
-        frame = encode_packet(
-            packet, channel_id, version=cls.protocol_version if version is None else version
-        )
+        frame = encode_packet(packet, channel_id, version=cls.protocol_version if version is None else version)
         body = BODY_LAYERS[type(packet)].from_codec(packet, wire=frame[HEADER_SIZE:])
         return cls(length=len(frame) - 4, type=int(packet.TYPE), channel=channel_id, body=body)
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from codec import (
     PACKET_CLASSES,
     CoreMessage,
+    ExceptionType,
     Packet,
     PropertyType,
     TransportConfiguration,
@@ -40,7 +41,7 @@ int_of = {
     id(p.I32): st.integers(-(2**31), 2**31 - 1),
     id(p.I64): st.integers(-(2**63), 2**63 - 1),
 }
-float32s = st.floats(width=32, allow_nan=False)
+float32s = st.floats(width=32, allow_nan=False, allow_infinity=False)  # JSON (the Java tool) has no inf
 bmp_chars = st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs",))
 
 _PROPERTY_VALUES: dict[PropertyType, st.SearchStrategy[Any]] = {
@@ -52,7 +53,7 @@ _PROPERTY_VALUES: dict[PropertyType, st.SearchStrategy[Any]] = {
     PropertyType.INT: int_of[id(p.I32)],
     PropertyType.LONG: int_of[id(p.I64)],
     PropertyType.FLOAT: float32s,
-    PropertyType.DOUBLE: st.floats(allow_nan=False),
+    PropertyType.DOUBLE: st.floats(allow_nan=False, allow_infinity=False),
     PropertyType.STRING: short_texts,
     PropertyType.CHAR: bmp_chars,
 }
@@ -93,13 +94,25 @@ transport_configurations = st.builds(
 )
 
 
+def _uuid_v1(raw: bytes) -> bytes:
+    # Artemis reads a userID as a time-based UUID and forces its version nibble
+    # (1) and RFC 4122 variant bits; Java clients only ever send such UUIDs.
+    b = bytearray(raw)
+    b[6] = (b[6] & 0x0F) | 0x10
+    b[8] = (b[8] & 0x3F) | 0x80
+    return bytes(b)
+
+
+user_ids = st.binary(min_size=16, max_size=16).map(_uuid_v1)
+
+
 def core_messages(with_body: bool = True) -> st.SearchStrategy[CoreMessage]:
     return st.builds(
         CoreMessage,
         st.binary(max_size=64) if with_body else st.just(b""),
         int_of[id(p.I64)],
         st.none() | short_texts,
-        st.none() | st.binary(min_size=16, max_size=16),
+        st.none() | user_ids,
         int_of[id(p.I8)],
         st.booleans(),
         int_of[id(p.I64)],
@@ -158,11 +171,29 @@ def packets_of(draw: st.DrawFn, cls: type[Packet]) -> Packet:
             values[sub.name] = False if values.get("exit") else draw(st.booleans())
         elif isinstance(con, Computed):
             values[sub.name] = con.func
+        elif sub.name in _ENUM_FIELDS:
+            values[sub.name] = draw(_ENUM_FIELDS[sub.name](con))
         else:
             values[sub.name] = draw(for_construct(con))
     # A Tail field can be written as null and read back as null; but a Trailing
     # field that is None must be the last one present.
     return cls(**values)
+
+
+def _routing_type(con: Any) -> st.SearchStrategy[Any]:
+    values = st.sampled_from([0, 1])
+    return st.none() | values if con is p.NullableByte else values
+
+
+# Fields that are enums (or sets of them) on the Artemis side: only their
+# defined values mean anything there, and a set has no order or repeats.
+_ENUM_FIELDS: dict[str, Any] = {
+    "routing_type": _routing_type,
+    "routing_types": lambda con: st.sampled_from([(), (0,), (1,), (0, 1)]),
+    "reason": lambda con: st.none() | st.integers(0, 5),
+    # Artemis turns an exception code it does not know into GENERIC_EXCEPTION (999).
+    "code": lambda con: st.sampled_from([int(t) for t in ExceptionType]),
+}
 
 
 def _cond_false(values: dict[str, Any]) -> bool:

@@ -1,0 +1,1 @@
+"""Benchmarks of the codec (run benchmarks/codec_bench.py)."""

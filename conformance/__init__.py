@@ -1,0 +1,1 @@
+"""Conformance kit: pytest plugin, targets, fault proxy, oracles and the Artemis helpers."""

@@ -1,0 +1,201 @@
+"""Command line: ``python -m conformance.artemis {fetch,build-tools,vectors,decode,bench-java}``."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from conformance.artemis.distribution import (
+    ArtemisError,
+    Distribution,
+    ensure_distribution,
+    load_versions,
+)
+from conformance.artemis.java_tools import build_tools, run_tool
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+VECTOR_FILES = (
+    "primitives.jsonl",
+    "typed_properties.jsonl",
+    "structures.jsonl",
+    "packets.jsonl",
+    "packets_cross_version.jsonl",
+)
+VECTORS_TIMEOUT_S = 300.0
+DECODE_TIMEOUT_S = 600.0
+
+
+def _default_vectors_dir() -> Path:
+    return _REPO_ROOT / "fixtures" / "vectors"
+
+
+def _say(text: str) -> None:
+    sys.stdout.write(text + "\n")
+
+
+def _prepare(version: str | None, *, include_optional: bool = False) -> tuple[Distribution, Path]:
+    dist = ensure_distribution(version, include_optional=include_optional)
+    return dist, build_tools(dist)
+
+
+def _cmd_fetch(args: argparse.Namespace) -> int:
+    dist = ensure_distribution(args.version, include_optional=args.all)
+    _say(f"Artemis {dist.version} (protocol {dist.protocol_version}) ready in {dist.home}")
+    return 0
+
+
+def _cmd_build_tools(args: argparse.Namespace) -> int:
+    dist = ensure_distribution(args.version)
+    classes = build_tools(dist, force=args.force)
+    _say(f"tools compiled against Artemis {dist.version}: {classes}")
+    return 0
+
+
+def _count_lines(path: Path) -> int:
+    with path.open(encoding="utf-8") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+def _packet_types(path: Path) -> dict[str, int]:
+    types: dict[str, int] = {}
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                record: Any = json.loads(line)
+                types[str(record["name"])] = int(record["type"])
+    return dict(sorted(types.items()))
+
+
+def _cmd_vectors(args: argparse.Namespace) -> int:
+    dist, classes = _prepare(args.version)
+    out_dir: Path = args.out or _default_vectors_dir()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="cck-vectors-", dir=out_dir.parent) as tmp:
+        result = run_tool(dist, classes, ["vectors", tmp], timeout_s=VECTORS_TIMEOUT_S)
+        summary: Any = json.loads(result.stdout.decode("utf-8").strip().splitlines()[-1])
+        staged = Path(tmp)
+        counts = {name: _count_lines(staged / name) for name in VECTOR_FILES}
+        packet_types = _packet_types(staged / "packets.jsonl")
+        for name in VECTOR_FILES:
+            shutil.move(str(staged / name), str(out_dir / name))
+    manifest = {
+        "generator": "python -m conformance.artemis vectors",
+        "artemis_version": dist.version,
+        "artemis_version_reported": summary["artemis_version"],
+        "protocol_version": summary["protocol_version"],
+        "generated_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
+        "counts": counts,
+        "packet_types_covered": packet_types,
+        "packet_types_missing": summary["packet_types_missing"],
+        "notes": summary["notes"],
+    }
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    total = sum(counts.values())
+    _say(f"wrote {total} vectors ({len(packet_types)} packet types) made by Artemis {dist.version} to {out_dir}")
+    return 0
+
+
+def _cmd_decode(args: argparse.Namespace) -> int:
+    dist, classes = _prepare(args.version)
+    sys.stdout.flush()
+    run_tool(dist, classes, ["decode"], timeout_s=args.timeout, stdin=sys.stdin.buffer, stdout=sys.stdout.buffer)
+    return 0
+
+
+def _cmd_bench_java(args: argparse.Namespace) -> int:
+    dist, classes = _prepare(args.version)
+    frames = Path(args.frames).resolve()
+    if not frames.is_file():
+        raise ArtemisError(f"--frames {frames}: no such file")
+    budget = 60.0 + 4.0 * (args.seconds + args.warmup) * max(1, _count_names(frames))
+    result = run_tool(
+        dist,
+        classes,
+        [str(frames), str(args.seconds), str(args.warmup)],
+        timeout_s=budget,
+        main="cck.tools.CodecBench",
+    )
+    sys.stdout.write(result.stdout.decode("utf-8"))
+    return 0
+
+
+def _count_names(frames: Path) -> int:
+    names: set[str] = set()
+    with frames.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                try:
+                    names.add(str(json.loads(line).get("name")))
+                except (json.JSONDecodeError, AttributeError):
+                    raise ArtemisError(f"{frames}: not JSON Lines of objects") from None
+    return len(names)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    default, versions = load_versions()
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance.artemis",
+        description=(
+            "Fetch pinned Apache Artemis releases (via mvn, verified by SHA-256, cached outside git in "
+            "$CCK_CACHE or ~/.cache/core-conformance-kit) and run the Java tools built on Artemis's own "
+            "classes: regenerate the byte vectors, decode frames the way Artemis does, "
+            "benchmark Artemis's codec."
+        ),
+    )
+    parser.add_argument(
+        "--version",
+        default=None,
+        help=f"Artemis version (pinned: {', '.join(sorted(versions))}; default {default})",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("fetch", help="fetch, verify and unpack the release (no-op when cached)")
+    p.add_argument("--all", action="store_true", help="also fetch optional artifacts (client jars)")
+    p.set_defaults(func=_cmd_fetch)
+
+    p = sub.add_parser("build-tools", help="compile fixtures/java/src against the release")
+    p.add_argument("--force", action="store_true", help="recompile even if no source changed")
+    p.set_defaults(func=_cmd_build_tools)
+
+    p = sub.add_parser("vectors", help="regenerate every checked-in vector file and manifest.json")
+    p.add_argument("--out", type=Path, default=None, help="output directory (default fixtures/vectors)")
+    p.set_defaults(func=_cmd_vectors)
+
+    p = sub.add_parser(
+        "decode",
+        help="stdin JSON Lines {id, kind, version, hex[, encoding]} -> stdout JSON Lines: Artemis's decoding",
+    )
+    p.add_argument("--timeout", type=float, default=DECODE_TIMEOUT_S, help="seconds allowed for the whole batch")
+    p.set_defaults(func=_cmd_decode)
+
+    p = sub.add_parser("bench-java", help="frames/s of Artemis's own decode and encode per packet name")
+    p.add_argument("--frames", required=True, help='JSON Lines {"name", "version", "hex"}')
+    p.add_argument("--seconds", type=float, default=3.0, help="measurement time per name and direction")
+    p.add_argument("--warmup", type=float, default=1.5, help="warm-up time per name and direction")
+    p.set_defaults(func=_cmd_bench_java)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        code: int = args.func(args)
+        return code
+    except ArtemisError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

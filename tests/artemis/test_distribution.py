@@ -1,0 +1,151 @@
+"""conformance.artemis.distribution: pins, checksum verification, cache reuse.  Fast: no network, no mvn."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.artemis import distribution as d
+from conformance.artemis.__main__ import main as cli_main
+
+VERSION = "9.8.7"
+
+
+def _tarball(version: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        data = b"fake jar"
+        info = tarfile.TarInfo(f"apache-artemis-{version}/lib/artemis-core-client-{version}.jar")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _versions_file(tmp_path: Path, sha: str) -> Path:
+    path = tmp_path / "versions.json"
+    path.write_text(
+        json.dumps(
+            {
+                "default": VERSION,
+                "versions": {
+                    VERSION: {
+                        "protocol_version": 136,
+                        "artifacts": [
+                            {
+                                "role": "distribution",
+                                "coordinates": f"org.apache.activemq:apache-artemis:{VERSION}:tar.gz:bin",
+                                "file": f"apache-artemis-{VERSION}-bin.tar.gz",
+                                "sha256": sha,
+                            }
+                        ],
+                    }
+                },
+            }
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+class FakeMaven:
+    """Stands in for subprocess.run(["mvn", ...]): writes `payload` as the requested artifact."""
+
+    def __init__(self, payload: bytes, returncode: int = 0, stderr: str = "") -> None:
+        self.payload = payload
+        self.returncode = returncode
+        self.stderr = stderr
+        self.calls: list[list[str]] = []
+
+    def __call__(self, command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        assert "timeout" in kwargs, "every subprocess call needs a timeout"
+        self.calls.append(command)
+        out_dir = Path(next(a for a in command if a.startswith("-DoutputDirectory=")).split("=", 1)[1])
+        if self.returncode == 0:
+            (out_dir / f"apache-artemis-{VERSION}-bin.tar.gz").write_bytes(self.payload)
+        return subprocess.CompletedProcess(command, self.returncode, "", self.stderr)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CCK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(shutil, "which", lambda name: f"/fake/bin/{name}")
+
+
+def test_unknown_version_names_the_pinned_ones(tmp_path: Path) -> None:
+    versions = _versions_file(tmp_path, "0" * 64)
+    with pytest.raises(d.UnknownVersionError) as info:
+        d.ensure_distribution("1.0.0", versions_file=versions, runner=FakeMaven(b""))
+    assert "1.0.0" in str(info.value)
+    assert VERSION in str(info.value)
+
+
+def test_checksum_mismatch_names_file_expected_and_found_and_removes_file(tmp_path: Path) -> None:
+    payload = _tarball(VERSION)
+    expected = "ab" * 32
+    fake = FakeMaven(payload)
+    with pytest.raises(d.ChecksumMismatchError) as info:
+        d.ensure_distribution(versions_file=_versions_file(tmp_path, expected), runner=fake)
+    message = str(info.value)
+    assert f"apache-artemis-{VERSION}-bin.tar.gz" in message
+    assert expected in message
+    assert hashlib.sha256(payload).hexdigest() in message
+    assert not info.value.path.exists()
+    assert not (d.cache_dir(VERSION) / d.MARKER_NAME).exists()
+
+
+def test_second_call_reuses_cache_without_mvn(tmp_path: Path) -> None:
+    payload = _tarball(VERSION)
+    versions = _versions_file(tmp_path, hashlib.sha256(payload).hexdigest())
+    fake = FakeMaven(payload)
+    first = d.ensure_distribution(versions_file=versions, runner=fake)
+    assert len(fake.calls) == 1
+    assert "--strict-checksums" in fake.calls[0]
+    assert "dependency:copy" in fake.calls[0]
+    assert (first.lib / f"artemis-core-client-{VERSION}.jar").is_file()
+    marker = json.loads((d.cache_dir(VERSION) / d.MARKER_NAME).read_text(encoding="utf-8"))
+    assert marker["version"] == VERSION
+
+    def no_mvn(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        raise AssertionError("mvn must not run when the cache is complete")
+
+    second = d.ensure_distribution(versions_file=versions, runner=no_mvn)
+    assert second == first
+
+
+def test_mvn_failure_is_explained(tmp_path: Path) -> None:
+    fake = FakeMaven(
+        b"",
+        returncode=1,
+        stderr="[ERROR] Could not transfer artifact: UnknownHostException repo.maven.apache.org",
+    )
+    with pytest.raises(d.FetchError, match="no network access"):
+        d.ensure_distribution(versions_file=_versions_file(tmp_path, "0" * 64), runner=fake)
+
+
+def test_missing_mvn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(d.MavenNotFoundError):
+        d.ensure_distribution(versions_file=_versions_file(tmp_path, "0" * 64), runner=FakeMaven(b""))
+
+
+def test_pinned_table_is_well_formed() -> None:
+    default, versions = d.load_versions()
+    assert default in versions
+    for info in versions.values():
+        assert info.distribution_artifact.file.endswith("-bin.tar.gz")
+        assert all(len(a.sha256) == 64 for a in info.artifacts)
+
+
+def test_cli_reports_unknown_version_without_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["--version", "0.0.1", "fetch"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown Artemis version '0.0.1'")
+    assert "Traceback" not in err
