@@ -5,13 +5,21 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: main test setup vectors bench clean
+.PHONY: main test setup system-deps vectors bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-setup: $(BIN)/python
+# libpcap lets scapy compile BPF filters for the loopback capture tests.
+system-deps:
+	@if ! ldconfig -p 2>/dev/null | grep -q libpcap.so; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && apt-get install -y -qq libpcap0.8 >/dev/null; \
+	  else echo "note: libpcap not found and cannot be installed here; capture tests will say so"; fi; \
+	fi
+
+setup: $(BIN)/python system-deps
 	$(BIN)/pip install -q -e '.[dev]' tox
 	$(BIN)/python -m conformance.artemis fetch
 	$(BIN)/python -m conformance.artemis build-tools
