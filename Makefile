@@ -30,9 +30,15 @@ main: setup
 	$(BIN)/pytest -q tests/codec tests/artemis
 	$(BIN)/python benchmarks/codec_bench.py --quick
 
+# pyenv hides Pythons that are installed but not selected; put every installed
+# 3.12/3.13 on PATH (at the end) so tox finds them.  Where none exist, tox skips
+# those envs and says so.
+space := $(subst ,, )
+EXTRA_PYTHONS := $(subst $(space),:,$(strip $(wildcard $(HOME)/.pyenv/versions/3.12*/bin $(HOME)/.pyenv/versions/3.13*/bin)))
+
 # Every test: the whole tox matrix (lint, type, py311, and py312/py313 where present).
 test: setup
-	$(BIN)/tox run
+	PATH="$$PATH$(if $(EXTRA_PYTHONS),:$(EXTRA_PYTHONS))" $(BIN)/tox run
 
 vectors: setup
 	$(BIN)/python -m conformance.artemis vectors
