@@ -94,16 +94,16 @@ def encode_packet(packet: Packet, channel_id: int = 0, *, version: int = CURRENT
 
 def decode_body(type_code: int, body: bytes, *, version: int = CURRENT_VERSION) -> Packet:
     """Decode a frame body of the given type; offsets in errors count from the frame start."""
+    fast = _FAST_DECODERS.get(type_code)
+    if fast is not None:
+        packet: Packet | None = fast(body, version)
+        if packet is not None:
+            return packet
     cls = packet_class(type_code)
     if cls is None:
         raise UnknownPacketType(
             offset=4, packet_type="frame", expected="a known packet type", found=str(type_code)
         )
-    fast = _FAST_DECODERS.get(cls)
-    if fast is not None:
-        packet: Packet | None = fast(body, version)
-        if packet is not None:
-            return packet
     fields = parse_format(
         cls.FORMAT,
         body,
@@ -242,7 +242,7 @@ class FrameDecoder:
 
 # Hand-written encoders/decoders for the hottest packets, installed by
 # codec._fastpath; each must agree exactly with the packet's FORMAT (tested).
-_FAST_DECODERS: dict[type[Packet], Any] = {}
+_FAST_DECODERS: dict[int, Any] = {}  # by type code: tried before the registry lookup
 _FAST_ENCODERS: dict[type[Packet], Any] = {}
 
 
