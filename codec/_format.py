@@ -24,6 +24,7 @@ __all__ = [
     "Trailing",
     "build_format",
     "field_values",
+    "from_container",
     "parse_format",
 ]
 
@@ -35,6 +36,16 @@ def _clean_path(path: str) -> str:
         if path.startswith(prefix):
             path = path[len(prefix) :]
     return path.lstrip(" ->").strip()
+
+
+def from_container(cls: type[T], names: Any, container: Any) -> T:
+    """An instance of dataclass ``cls`` from a parsed container; lists become tuples
+    so the result stays hashable."""
+    values = {}
+    for name in names:
+        value = container[name]
+        values[name] = tuple(value) if isinstance(value, list) else value
+    return cls(**values)
 
 
 def field_values(obj: Any) -> dict[str, Any]:
@@ -55,9 +66,7 @@ class DataclassAdapter(Adapter):  # type: ignore[misc]
         self.names = tuple(f.name for f in dataclasses.fields(cls))
 
     def _decode(self, obj: Any, context: Any, path: str) -> Any:
-        return self.cls(
-            **{n: tuple(v) if isinstance(v, list) else v for n in self.names for v in (obj[n],)}
-        )
+        return from_container(self.cls, self.names, obj)
 
     def _encode(self, obj: Any, context: Any, path: str) -> dict[str, Any]:
         if not isinstance(obj, self.cls):

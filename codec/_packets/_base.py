@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from construct import Construct, Struct
 
 from .._constants import PacketType
+from .._format import from_container
 
 __all__ = ["Packet", "extend"]
 
@@ -42,8 +43,7 @@ class Packet:
     @classmethod
     def from_fields(cls, fields: Any) -> Packet:
         """Build from a parsed container (lists become tuples)."""
-        names = cls.__dataclass_fields__  # type: ignore[attr-defined]
-        return cls(**{n: tuple(v) if isinstance(v, list) else v for n in names for v in (fields[n],)})
+        return from_container(cls, cls.__dataclass_fields__, fields)  # type: ignore[attr-defined]
 
 
 def extend(base: type[Packet], *subcons: Construct) -> Construct:
