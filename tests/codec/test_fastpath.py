@@ -27,7 +27,9 @@ CASES = [
     (SessionReceiveMessage, fast.decode_receive, fast.encode_receive),
     (PacketsConfirmedMessage, fast.decode_confirmed, fast.encode_confirmed),
 ]
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 
 def _slow_decode(cls: type, body: bytes, version: int) -> object:

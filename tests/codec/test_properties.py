@@ -24,7 +24,9 @@ from codec._constants import COMPATIBLE_VERSIONS
 
 from .strategies import packets_of
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 VERSIONS = [0, *COMPATIBLE_VERSIONS]
 
 
@@ -61,7 +63,8 @@ def test_arbitrary_bodies_raise_only_codec_error(type_code: int, body: bytes, ve
         decode_body(type_code, body, version=version)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(data=st.data())
 def test_mutated_frames_raise_only_codec_error(data: st.DataObject) -> None:
     packet: Packet = data.draw(st.one_of([packets_of(c) for c in PACKET_CLASSES.values()]))
