@@ -1,0 +1,36 @@
+"""One client connection as the broker core sees it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from codec import FrameDecoder
+
+from ._session import Session
+
+__all__ = ["Connection"]
+
+#: TTL before the client's first PING tells us its own (Artemis's default).
+DEFAULT_TTL_MS = 60000
+
+
+@dataclass(eq=False)
+class Connection:
+    conn_id: int
+    created_at: float
+    decoder: FrameDecoder = field(default_factory=lambda: FrameDecoder(version=0, expect_preamble=True))
+    version: int = 0
+    ttl_ms: int = DEFAULT_TTL_MS
+    last_check_at: float = 0.0
+    received_since_check: bool = True
+    outbox: bytearray = field(default_factory=bytearray)
+    sessions: dict[int, Session] = field(default_factory=dict)
+    used_channels: set[int] = field(default_factory=set)
+    client_id: str | None = None
+    closing: bool = False
+    closed: bool = False
+    remote: str = ""
+
+    def set_version(self, version: int) -> None:
+        self.version = version
+        self.decoder.version = version

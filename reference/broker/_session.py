@@ -1,0 +1,97 @@
+"""Server-side sessions, consumers and local transactions."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from codec import CoreMessage, Xid
+
+from .._window import ReceiveWindow, SendWindow
+from ._model import MessageRef, Queue
+
+if TYPE_CHECKING:
+    from ._connection import Connection
+
+__all__ = ["Consumer", "Session", "Transaction"]
+
+
+@dataclass(eq=False)
+class Consumer:
+    """A consumer on one queue.  ``credits`` is in bytes of SESS_RECEIVE_MSG frames;
+    it starts at 0 (nothing is delivered before the first SESS_FLOWTOKEN) and
+    -1 means unbounded."""
+
+    consumer_id: int
+    session: Session
+    queue: Queue
+    filter_string: str | None = None
+    browse_only: bool = False
+    credits: int = 0
+    delivering: OrderedDict[int, MessageRef] = field(default_factory=OrderedDict)
+    browse_position: int = 0
+
+    def has_credit(self) -> bool:
+        return self.credits == -1 or self.credits > 0
+
+
+@dataclass(eq=False)
+class Transaction:
+    """Work done in a transacted session (or an XA branch) since its last commit.
+
+    Sends are routed only at commit; acknowledged refs leave their queue at
+    commit and go back (for redelivery) at rollback.
+    """
+
+    sends: list[tuple[CoreMessage, str]] = field(default_factory=list)
+    routes: list[tuple[CoreMessage, list[Queue]]] = field(default_factory=list)  # decided at prepare
+    acks: list[MessageRef] = field(default_factory=list)
+    rollback_only: str | None = None  # why, when it can no longer commit
+    xid: Xid | None = None
+    state: str = "ACTIVE"  # ACTIVE, SUSPENDED, PREPARED, ROLLBACK_ONLY
+    timeout_s: int = 0
+    started_at: float = 0.0
+    journal_tx: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not self.sends and not self.acks
+
+
+@dataclass(eq=False)
+class Session:
+    """A core session: its channel on a connection, window, consumers and work."""
+
+    name: str
+    channel_id: int
+    connection: Connection
+    username: str | None
+    xa: bool
+    auto_commit_sends: bool
+    auto_commit_acks: bool
+    pre_acknowledge: bool
+    window_size: int
+    default_address: str | None = None
+    consumers: dict[int, Consumer] = field(default_factory=dict)
+    producers: dict[int, str | None] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
+    started: bool = False
+    tx: Transaction = field(default_factory=Transaction)
+    xa_timeout_s: int = 0
+    send_window: SendWindow = field(init=False)
+    receive_window: ReceiveWindow = field(init=False)
+    detached_at: float | None = None  # when its connection dropped (kept for reattach)
+
+    def __post_init__(self) -> None:
+        self.send_window = SendWindow(self.window_size)
+        self.receive_window = ReceiveWindow(self.window_size)
+
+    @property
+    def supports_reattach(self) -> bool:
+        """Kept after a TCP drop only with a window > 0 (0 keeps a cache but does not count)."""
+        return self.window_size > 0
+
+    @property
+    def transacted(self) -> bool:
+        return not self.auto_commit_sends or not self.auto_commit_acks or self.xa

@@ -1,0 +1,59 @@
+"""What the broker asks of its storage, and the in-memory (non-persistent) kind.
+
+The broker core calls these as it changes durable state; a journal-backed
+storage writes records, and the transport makes them durable (one fsync per
+batch) before it sends the replies that depend on them.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from codec import CoreMessage, Xid
+
+from ._model import Address, MessageRef, Queue
+
+__all__ = ["MemoryStorage", "Storage"]
+
+
+class Storage(Protocol):
+    def address_added(self, address: Address) -> None: ...
+    def queue_added(self, queue: Queue) -> None: ...
+    def queue_removed(self, queue: Queue) -> None: ...
+    def message_routed(self, message: CoreMessage, queues: list[Queue], tx_id: int | None) -> None: ...
+    def ref_acked(self, ref: MessageRef, tx_id: int | None) -> None: ...
+    def delivery_counted(self, ref: MessageRef) -> None: ...
+    def tx_prepare(self, tx_id: int, xid: Xid) -> None: ...
+    def tx_commit(self, tx_id: int) -> None: ...
+    def tx_rollback(self, tx_id: int) -> None: ...
+
+
+class MemoryStorage:
+    """No persistence (``persistence-enabled`` false): every call is a no-op."""
+
+    def address_added(self, address: Address) -> None:
+        return None
+
+    def queue_added(self, queue: Queue) -> None:
+        return None
+
+    def queue_removed(self, queue: Queue) -> None:
+        return None
+
+    def message_routed(self, message: CoreMessage, queues: list[Queue], tx_id: int | None) -> None:
+        return None
+
+    def ref_acked(self, ref: MessageRef, tx_id: int | None) -> None:
+        return None
+
+    def delivery_counted(self, ref: MessageRef) -> None:
+        return None
+
+    def tx_prepare(self, tx_id: int, xid: Xid) -> None:
+        return None
+
+    def tx_commit(self, tx_id: int) -> None:
+        return None
+
+    def tx_rollback(self, tx_id: int) -> None:
+        return None
