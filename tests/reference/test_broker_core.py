@@ -1,0 +1,224 @@
+"""The broker core driven packet by packet in memory."""
+
+from __future__ import annotations
+
+import pytest
+
+from codec import (
+    ActiveMQExceptionMessage,
+    ClusterTopologyChangeMessage_V4,
+    CoreMessage,
+    CreateQueueMessage_V2,
+    CreateSessionMessage_V2,
+    CreateSessionResponseMessage,
+    ExceptionType,
+    NullResponseMessage,
+    PacketsConfirmedMessage,
+    Ping,
+    ReattachSessionMessage,
+    ReattachSessionResponseMessage,
+    RollbackMessage,
+    RoutingType,
+    SessionAcknowledgeMessage,
+    SessionCommitMessage,
+    SessionConsumerFlowCreditMessage,
+    SessionCreateConsumerMessage,
+    SessionQueueQueryResponseMessage_V3,
+    SessionReceiveMessage,
+    SessionSendMessage,
+    SessionStart,
+    SessionXACommitMessage,
+    SessionXAEndMessage,
+    SessionXAGetInDoubtXids,
+    SessionXAGetInDoubtXidsResponseMessage,
+    SessionXAPrepareMessage,
+    SessionXAResponseMessage,
+    SessionXAStartMessage,
+    Xid,
+    encode_packet,
+    raw,
+)
+
+from .harness import connect, new_core, open_session
+
+QUEUE = "q1"
+
+
+def _queue(wire, name: str = QUEUE) -> None:  # type: ignore[no-untyped-def]
+    frames = wire.send(CreateQueueMessage_V2(name, name, routing_type=RoutingType.ANYCAST))
+    assert frames[-1].packet == NullResponseMessage(-1)
+
+
+def _send(wire, body: bytes, *, durable: bool = True, channel: int = 10):  # type: ignore[no-untyped-def]
+    return wire.send(SessionSendMessage(CoreMessage(body, address=QUEUE, durable=durable), True, -2, 0), channel)
+
+
+def _consume(wire, credits: int = -1) -> None:  # type: ignore[no-untyped-def]
+    assert isinstance(wire.send(SessionCreateConsumerMessage(0, QUEUE))[-1].packet, SessionQueueQueryResponseMessage_V3)
+    wire.send(SessionConsumerFlowCreditMessage(0, credits))
+    wire.send(SessionStart())
+
+
+def test_handshake_answers_topology_with_last_true() -> None:
+    core = new_core()
+    wire = connect(core)
+    topology = wire.received[-1].packet
+    assert isinstance(topology, ClusterTopologyChangeMessage_V4)
+    assert topology.last and topology.node_id == "node-1" and topology.server_version == 136
+    assert wire.send(Ping(30000), 0)[-1].packet == Ping(30000)
+
+
+def test_send_receive_ack_with_server_message_ids_and_delivery_count_1() -> None:
+    core = new_core()
+    wire = connect(core)
+    open_session(wire)
+    _queue(wire)
+    assert _send(wire, b"a")[-1].packet == NullResponseMessage(-2)
+    _send(wire, b"b")
+    _consume(wire)
+    deliveries = [f.packet for f in wire.received if isinstance(f.packet, SessionReceiveMessage)]
+    assert [d.message.body for d in deliveries] == [b"a", b"b"]
+    assert all(d.delivery_count == 1 and d.message.message_id > 0 for d in deliveries)
+    wire.send(SessionAcknowledgeMessage(0, deliveries[-1].message.message_id, True))  # cumulative
+    assert core.post_office.queues[QUEUE].message_count == 0
+
+
+def test_consumer_gets_nothing_before_credits() -> None:
+    core = new_core()
+    wire = connect(core)
+    open_session(wire)
+    _queue(wire)
+    _send(wire, b"a")
+    wire.send(SessionCreateConsumerMessage(0, QUEUE))
+    frames = wire.send(SessionStart())
+    assert not any(isinstance(f.packet, SessionReceiveMessage) for f in frames)
+    frames = wire.send(SessionConsumerFlowCreditMessage(0, 1024))
+    assert [type(f.packet) for f in frames] == [SessionReceiveMessage]
+
+
+def test_rollback_redelivers_with_delivery_count_2() -> None:
+    core = new_core()
+    wire = connect(core)
+    open_session(wire, auto_commit_acks=False)
+    _queue(wire)
+    _send(wire, b"a")
+    _consume(wire)
+    first = [f.packet for f in wire.received if isinstance(f.packet, SessionReceiveMessage)][-1]
+    wire.send(SessionAcknowledgeMessage(0, first.message.message_id, False))
+    frames = wire.send(RollbackMessage(False))
+    again = [f.packet for f in frames if isinstance(f.packet, SessionReceiveMessage)]
+    assert again and again[0].message.message_id == first.message.message_id
+    assert again[0].delivery_count == 2
+
+
+def test_transacted_sends_are_invisible_until_commit() -> None:
+    core = new_core()
+    wire = connect(core)
+    open_session(wire, auto_commit_sends=False)
+    _queue(wire)
+    _send(wire, b"a")
+    assert core.post_office.queues[QUEUE].message_count == 0
+    assert wire.send(SessionCommitMessage(-3))[-1].packet == NullResponseMessage(-3)
+    assert core.post_office.queues[QUEUE].message_count == 1
+
+
+@pytest.mark.parametrize("window", [100, 250, 1000])
+def test_packets_confirmed_when_the_window_fills(window: int) -> None:
+    core = new_core()
+    wire = connect(core)
+    open_session(wire, window=window)
+    _queue(wire)
+    sizes: list[int] = [len(encode_packet(CreateQueueMessage_V2(QUEUE, QUEUE, routing_type=1), 10))]
+    confirmed: list[int] = []
+    for i in range(20):
+        frame = encode_packet(SessionSendMessage(CoreMessage(b"x" * 10, address=QUEUE), True, -2 - i, 0), 10)
+        sizes.append(len(frame))
+        confirmed += [f.packet.command_id for f in wire.raw(frame) if isinstance(f.packet, PacketsConfirmedMessage)]
+    expected, total = [], 0
+    for index, size in enumerate(sizes):
+        total += size
+        if total >= window:
+            expected.append(index)
+            total = 0
+    assert confirmed == expected
+
+
+def test_reattach_replays_unconfirmed_before_answering() -> None:
+    core = new_core()
+    wire = connect(core)
+    open_session(wire, window=1 << 20)
+    _queue(wire)
+    _send(wire, b"a")
+    _consume(wire)
+    core.connection_lost(wire.conn_id, 1.0)
+    assert core.sessions_by_name["s1"].detached_at == 1.0
+    second = connect(core, conn_id=2)
+    frames = second.send(ReattachSessionMessage("s1", -1), 1)
+    kinds = [type(f.packet) for f in frames]
+    assert kinds[-1] is ReattachSessionResponseMessage
+    assert SessionReceiveMessage in kinds[:-1]  # replayed first
+    response = frames[-1].packet
+    assert response.reattached and response.last_confirmed_command_id >= 0
+
+
+def test_reattach_fails_for_an_unknown_session_and_without_a_window() -> None:
+    core = new_core()
+    wire = connect(core)
+    open_session(wire, window=-1)
+    core.connection_lost(wire.conn_id, 1.0)
+    second = connect(core, conn_id=2)
+    assert second.send(ReattachSessionMessage("s1", -1), 1)[-1].packet == ReattachSessionResponseMessage(-1, False)
+
+
+def test_xa_prepare_commit_and_recover() -> None:
+    core = new_core()
+    wire = connect(core)
+    open_session(wire, xa=True, auto_commit_sends=False, auto_commit_acks=False)
+    _queue(wire)
+    xid = Xid(1, b"gtrid", b"bqual")
+    ok = SessionXAResponseMessage(False, 0, None)
+    assert wire.send(SessionXAStartMessage(xid))[-1].packet == ok
+    _send(wire, b"in-xa")
+    assert wire.send(SessionXAEndMessage(xid, False))[-1].packet == ok
+    assert wire.send(SessionXAPrepareMessage(xid))[-1].packet == ok
+    assert wire.send(SessionXAGetInDoubtXids())[-1].packet == SessionXAGetInDoubtXidsResponseMessage((xid,))
+    assert core.post_office.queues[QUEUE].message_count == 0
+    one_phase = wire.send(SessionXACommitMessage(xid, True))[-1].packet
+    assert isinstance(one_phase, ActiveMQExceptionMessage) and one_phase.code == ExceptionType.ILLEGAL_STATE
+    assert wire.send(SessionXACommitMessage(xid, False))[-1].packet == ok
+    assert core.post_office.queues[QUEUE].message_count == 1
+
+
+def test_wrong_password_gets_security_exception_and_close() -> None:
+    core = new_core(users={"admin": "secret"}, allow_anonymous=False)
+    wire = connect(core)
+    frames = wire.send(CreateSessionMessage_V2("s", 10, 136, "admin", "wrong"), 1)
+    assert isinstance(frames[-1].packet, ActiveMQExceptionMessage)
+    assert frames[-1].packet.code == ExceptionType.SECURITY_EXCEPTION
+    assert wire.closed_by_broker
+    good = connect(core, conn_id=2)
+    assert isinstance(good.send(CreateSessionMessage_V2("t", 10, 136, "admin", "secret"), 1)[-1].packet,
+                      CreateSessionResponseMessage)
+
+
+@pytest.mark.parametrize(
+    ("data", "code"),
+    [
+        (raw.frame(99, b"", channel_id=0), ExceptionType.UNSUPPORTED_PACKET),
+        (raw.frame(10, b"\x00", channel_id=0), ExceptionType.INTERNAL_ERROR),  # malformed PING
+        (b"\x7f\xff\xff\xff" + bytes(9), ExceptionType.INTERNAL_ERROR),  # oversized length
+        (encode_packet(SessionStart(), 77), ExceptionType.ILLEGAL_STATE),  # no such session
+    ],
+    ids=["unknown-type", "malformed", "oversized", "wrong-state"],
+)
+def test_bad_input_gets_an_exception_and_closes_only_that_connection(data: bytes, code: int) -> None:
+    core = new_core()
+    bad = connect(core, conn_id=1)
+    good = connect(core, conn_id=2)
+    open_session(good)
+    frames = bad.raw(data)
+    assert isinstance(frames[-1].packet, ActiveMQExceptionMessage)
+    assert frames[-1].packet.code == code
+    assert bad.closed_by_broker
+    _queue(good)
+    assert _send(good, b"still fine")[-1].packet == NullResponseMessage(-2)
