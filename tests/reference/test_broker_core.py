@@ -64,7 +64,9 @@ def test_handshake_answers_topology_with_last_true() -> None:
     wire = connect(core)
     topology = wire.received[-1].packet
     assert isinstance(topology, ClusterTopologyChangeMessage_V4)
-    assert topology.last and topology.node_id == "node-1" and topology.server_version == 136
+    assert topology.last
+    assert topology.node_id == "node-1"
+    assert topology.server_version == 136
     assert wire.send(Ping(30000), 0)[-1].packet == Ping(30000)
 
 
@@ -78,7 +80,8 @@ def test_send_receive_ack_with_server_message_ids_and_delivery_count_1() -> None
     _consume(wire)
     deliveries = [f.packet for f in wire.received if isinstance(f.packet, SessionReceiveMessage)]
     assert [d.message.body for d in deliveries] == [b"a", b"b"]
-    assert all(d.delivery_count == 1 and d.message.message_id > 0 for d in deliveries)
+    assert all(d.delivery_count == 1 for d in deliveries)
+    assert all(d.message.message_id > 0 for d in deliveries)
     wire.send(SessionAcknowledgeMessage(0, deliveries[-1].message.message_id, True))  # cumulative
     assert core.post_office.queues[QUEUE].message_count == 0
 
@@ -107,7 +110,8 @@ def test_rollback_redelivers_with_delivery_count_2() -> None:
     wire.send(SessionAcknowledgeMessage(0, first.message.message_id, False))
     frames = wire.send(RollbackMessage(False))
     again = [f.packet for f in frames if isinstance(f.packet, SessionReceiveMessage)]
-    assert again and again[0].message.message_id == first.message.message_id
+    assert again
+    assert again[0].message.message_id == first.message.message_id
     assert again[0].delivery_count == 2
 
 
@@ -158,7 +162,8 @@ def test_reattach_replays_unconfirmed_before_answering() -> None:
     assert kinds[-1] is ReattachSessionResponseMessage
     assert SessionReceiveMessage in kinds[:-1]  # replayed first
     response = frames[-1].packet
-    assert response.reattached and response.last_confirmed_command_id >= 0
+    assert response.reattached
+    assert response.last_confirmed_command_id >= 0
 
 
 def test_reattach_fails_for_an_unknown_session_and_without_a_window() -> None:
@@ -184,7 +189,8 @@ def test_xa_prepare_commit_and_recover() -> None:
     assert wire.send(SessionXAGetInDoubtXids())[-1].packet == SessionXAGetInDoubtXidsResponseMessage((xid,))
     assert core.post_office.queues[QUEUE].message_count == 0
     one_phase = wire.send(SessionXACommitMessage(xid, True))[-1].packet
-    assert isinstance(one_phase, ActiveMQExceptionMessage) and one_phase.code == ExceptionType.ILLEGAL_STATE
+    assert isinstance(one_phase, ActiveMQExceptionMessage)
+    assert one_phase.code == ExceptionType.ILLEGAL_STATE
     assert wire.send(SessionXACommitMessage(xid, False))[-1].packet == ok
     assert core.post_office.queues[QUEUE].message_count == 1
 
