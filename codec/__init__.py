@@ -181,6 +181,8 @@ from ._structures import (
     TransportParam,
     TypedProperties,
     Xid,
+    decode_message,
+    encode_message,
 )
 
 __all__ = [
@@ -315,8 +317,10 @@ __all__ = [
     "decode_body",
     "decode_discovery",
     "decode_frame",
+    "decode_message",
     "encode_body",
     "encode_discovery",
+    "encode_message",
     "encode_packet",
     "packet_class",
     "raw",

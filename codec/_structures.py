@@ -12,7 +12,7 @@ from typing import Any
 from construct import Construct, Pass, Struct, Switch, this
 
 from ._constants import MessageType, PropertyType, TransportParamType
-from ._format import DataclassAdapter
+from ._format import DataclassAdapter, build_format, parse_format
 from ._primitives import (
     F32,
     F64,
@@ -40,6 +40,8 @@ __all__ = [
     "TYPED_PROPERTIES",
     "XID",
     "CoreMessage",
+    "decode_message",
+    "encode_message",
     "Property",
     "PropertyValue",
     "TransportConfiguration",
@@ -490,5 +492,17 @@ class _MessageFormat(Construct):  # type: ignore[misc]
 
 #: The full message buffer (SESS_SEND, SESS_RECEIVE_MSG).
 MESSAGE = _MessageFormat(with_body=True)
+
+
+def encode_message(message: CoreMessage) -> bytes:
+    """A message's buffer exactly as it travels inside SESS_SEND (for storing it)."""
+    data: bytes = build_format(MESSAGE, message, what="message", version=136)
+    return data
+
+
+def decode_message(data: bytes) -> CoreMessage:
+    """Inverse of :func:`encode_message`; raises :class:`~codec.CodecError` when malformed."""
+    message: CoreMessage = parse_format(MESSAGE, data, what="message", version=136)
+    return message
 #: Headers and properties only (SESS_SEND_LARGE, SESS_RECEIVE_LARGE_MSG).
 MESSAGE_HEADERS_ONLY = _MessageFormat(with_body=False)

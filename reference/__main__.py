@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import signal
 import sys
 import time
 import uuid
 from pathlib import Path
 
+from codec import RoutingType as WireRoutingType
+
 from ._logging import configure_logging
 from ._server import BrokerServer
 from .broker import BrokerCore, BrokerSettings
+from .broker._journal_storage import JournalStorage, open_journal
+from .config import BrokerConfig, ConfigError, SecurityModel, default_config, load_config
+from .journal import JournalError
+
+LOG = logging.getLogger("reference")
 
 DESCRIPTION = """\
 The Core Conformance Kit's reference broker for the Apache ActiveMQ Artemis
@@ -26,26 +34,89 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m reference", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     broker = commands.add_parser("broker", help="run the broker until SIGTERM/SIGINT", description=DESCRIPTION)
-    broker.add_argument("--host", default="127.0.0.1", help="acceptor address (default 127.0.0.1)")
-    broker.add_argument("--port", type=int, default=61616, help="acceptor port (default 61616; 0 picks one)")
-    broker.add_argument("--data", type=Path, default=Path("data"), help="data directory (default ./data)")
+    broker.add_argument("--config", type=Path, help="an Artemis broker.xml (users and roles are read from the "
+                        "artemis-users.properties / artemis-roles.properties / login.config beside it)")
+    broker.add_argument("--host", help="acceptor address (default: the config's first CORE acceptor, or 127.0.0.1)")
+    broker.add_argument("--port", type=int, help="acceptor port (default: the config's, or 61616; 0 picks one)")
+    broker.add_argument("--data", type=Path, help="data directory (default: the config's journal directory, "
+                        "or ./data)")
+    broker.add_argument("--non-persistent", action="store_true",
+                        help="keep everything in memory (no journal; nothing survives a restart)")
     broker.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
 
 
 async def _run(args: argparse.Namespace) -> int:
-    settings = BrokerSettings(node_id=str(uuid.uuid4()))
-    core = BrokerCore(settings, wall_clock_ms=lambda: int(time.time() * 1000))
-    server = BrokerServer(core, args.host, args.port)
+    config = load_config(args.config) if args.config else default_config(args.data or Path("data"))
+    for warning in config.warnings:
+        LOG.warning("unsupported configuration", extra={"element": warning.element, "path": warning.path,
+                                                        "detail": warning.message})
+    acceptor = next((a for a in config.acceptors if a.protocols is None or "CORE" in a.protocols), None)
+    host = args.host or (acceptor.host if acceptor else "127.0.0.1")
+    port = args.port if args.port is not None else (acceptor.port if acceptor else 61616)
+    data = args.data or _journal_parent(config)
+    settings = broker_settings(config, _node_id(data))
+    wall_clock = lambda: int(time.time() * 1000)  # noqa: E731 - a one-line clock
+    storage: JournalStorage | None = None
+    if args.non_persistent or not config.journal.persistence_enabled:
+        core = BrokerCore(settings, wall_clock_ms=wall_clock)
+    else:
+        journal, recovery = open_journal(data / "journal")
+        storage = JournalStorage(journal)
+        core = BrokerCore(settings, storage=storage, wall_clock_ms=wall_clock)
+        report = storage.recover(core, recovery)
+        journal.compact()
+        LOG.info("recovered", extra=vars(report))
+    server = BrokerServer(core, host, port, sync=storage.sync if storage else None)
     await server.start()
-    print(f"reference broker listening on {args.host}:{server.bound_port}", file=sys.stderr, flush=True)
+    print(f"reference broker listening on {host}:{server.bound_port}", file=sys.stderr, flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     await server.stop()
+    if storage is not None:
+        storage.journal.sync()
+        storage.journal.close()
     return 0
+
+
+def broker_settings(config: BrokerConfig, node_id: str) -> BrokerSettings:
+    """What the core needs, from a parsed broker.xml (and the users/roles/login files beside it)."""
+    everything = config.address_settings_for("#")
+    security = SecurityModel(config)
+    return BrokerSettings(
+        node_id=node_id,
+        authenticator=None if not config.security_enabled
+        else (lambda user, password: security.authenticate(user, password) is not None),
+        allow_anonymous=not config.security_enabled,
+        auto_create_queues=everything.auto_create_queues,
+        auto_create_addresses=everything.auto_create_addresses,
+        default_routing_type=int(WireRoutingType[everything.default_address_routing_type.value]),
+        connection_ttl_override_ms=config.connection_ttl_override,
+        ttl_check_interval_s=config.connection_ttl_check_interval / 1000,
+        transaction_timeout_s=config.transaction_timeout // 1000,
+        transaction_timeout_scan_s=config.transaction_timeout_scan_period / 1000,
+    )
+
+
+def _journal_parent(config: BrokerConfig) -> Path:
+    journal = Path(config.journal.journal_directory)
+    if not journal.is_absolute() and config.instance_dir is not None:
+        journal = config.instance_dir / journal
+    return journal.parent
+
+
+def _node_id(data: Path) -> str:
+    """The broker's node ID: made once, kept in the data directory (as Artemis keeps its own)."""
+    data.mkdir(parents=True, exist_ok=True)
+    path = data / "node-id"
+    if path.exists():
+        return path.read_text(encoding="ascii").strip()
+    node = str(uuid.uuid4())
+    path.write_text(node + "\n", encoding="ascii")
+    return node
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,8 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.log_level)
     try:
         return asyncio.run(_run(args))
+    except ConfigError as exc:
+        print(f"reference broker: {exc}", file=sys.stderr)
+        return 2
+    except JournalError as exc:
+        print(f"reference broker: journal: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
-        print(f"reference broker: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)
+        print(f"reference broker: cannot listen: {exc}", file=sys.stderr)
         return 2
 
 

@@ -73,6 +73,8 @@ class BrokerSettings:
     #: user -> password; ``None`` means anonymous access is allowed.
     users: dict[str, str] | None = None
     allow_anonymous: bool = True
+    #: (user, password) -> accepted?  When set it decides, instead of ``users``.
+    authenticator: Callable[[str | None, str | None], bool] | None = None
     auto_create_queues: bool = True
     auto_create_addresses: bool = True
     default_routing_type: int = 0  # MULTICAST, Artemis's default-address-routing-type
@@ -338,6 +340,8 @@ class BrokerCore:
                                             "window": packet.confirmation_window_size})
 
     def _authenticate(self, username: str | None, password: str | None) -> bool:
+        if self.settings.authenticator is not None:
+            return self.settings.authenticator(username, password)
         users = self.settings.users
         if username is None:
             return self.settings.allow_anonymous

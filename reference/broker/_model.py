@@ -41,6 +41,7 @@ class MessageRef:
     message: CoreMessage
     queue: Queue
     delivery_count: int = 0
+    record_id: int = 0  # its journal record, when durable
 
     @property
     def message_id(self) -> int:

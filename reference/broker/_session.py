@@ -46,6 +46,7 @@ class Transaction:
 
     sends: list[tuple[CoreMessage, str]] = field(default_factory=list)
     routes: list[tuple[CoreMessage, list[Queue]]] = field(default_factory=list)  # decided at prepare
+    ref_ids: dict[tuple[int, str], int] = field(default_factory=dict)  # journal REF records written at prepare
     acks: list[MessageRef] = field(default_factory=list)
     rollback_only: str | None = None  # why, when it can no longer commit
     xid: Xid | None = None

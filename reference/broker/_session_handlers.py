@@ -207,14 +207,22 @@ class SessionHandlers:
         if routing == RoutingType.ANYCAST and settings.auto_create_queues:
             self._add_queue(Queue(address, address, RoutingType.ANYCAST, durable=True, auto_created=True))
 
-    def route(self, message: CoreMessage, address: str, tx_id: int | None) -> None:
-        queues = self.post_office.route(message, address)
+    def route(self, message: CoreMessage, address: str, tx_id: int | None) -> bool:
+        """Route and enqueue a message; returns whether anything durable was stored."""
+        return self.enqueue(message, self.post_office.route(message, address), tx_id)
+
+    def enqueue(self, message: CoreMessage, queues: list[Queue], tx_id: int | None,
+                ref_ids: dict[tuple[int, str], int] | None = None) -> bool:
         durable = [q for q in queues if q.durable] if message.durable else []
-        if durable:
+        if durable and ref_ids is None:
             self.core.storage.message_routed(message, durable, tx_id)
+            ref_ids = dict(zip(((message.message_id, q.name) for q in durable),
+                               self.core.storage.take_ref_ids(message.message_id), strict=False))
         for queue in queues:
-            queue.push_back(MessageRef(message, queue))
+            record = (ref_ids or {}).get((message.message_id, queue.name), 0)
+            queue.push_back(MessageRef(message, queue, record_id=record))
             self.dirty.add(queue)
+        return bool(durable)
 
     def _producer_credits(self, session: Session, packet: SessionRequestProducerCreditsMessage) -> Packet | None:
         # Never full: grant at once (a broker that does not answer blocks Java producers).
@@ -532,14 +540,7 @@ class SessionHandlers:
         journal_tx = tx.journal_tx or self.post_office.next_id()
         durable = False
         for message, address in tx.sends:
-            queues = self.post_office.route(message, address)
-            targets = [q for q in queues if q.durable] if message.durable else []
-            if targets:
-                durable = True
-                self.core.storage.message_routed(message, targets, journal_tx)
-            for queue in queues:
-                queue.push_back(MessageRef(message, queue))
-                self.dirty.add(queue)
+            durable = self.route(message, address, journal_tx) or durable
         for ref in tx.acks:
             if ref.durable:
                 durable = True

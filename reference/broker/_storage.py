@@ -26,6 +26,8 @@ class Storage(Protocol):
     def tx_prepare(self, tx_id: int, xid: Xid) -> None: ...
     def tx_commit(self, tx_id: int) -> None: ...
     def tx_rollback(self, tx_id: int) -> None: ...
+    def take_ref_ids(self, message_id: int) -> list[int]: ...
+    def sync(self) -> None: ...
 
 
 class MemoryStorage:
@@ -56,4 +58,10 @@ class MemoryStorage:
         return None
 
     def tx_rollback(self, tx_id: int) -> None:
+        return None
+
+    def take_ref_ids(self, message_id: int) -> list[int]:
+        return []
+
+    def sync(self) -> None:
         return None

@@ -173,6 +173,8 @@ class XAHandlers:
             durable = [q for q in queues if q.durable] if message.durable else []
             if durable:
                 storage.message_routed(message, durable, tx.journal_tx)
+                ids = storage.take_ref_ids(message.message_id)
+                tx.ref_ids.update(zip(((message.message_id, q.name) for q in durable), ids, strict=False))
         for ref in tx.acks:
             if ref.durable:
                 storage.ref_acked(ref, tx.journal_tx)
@@ -207,14 +209,10 @@ class XAHandlers:
             self.sessions.commit_transaction(tx)
 
     def _apply(self, tx: Transaction) -> None:
-        from ._model import MessageRef
-
         sessions = self.sessions
         for message, queues in tx.routes:
-            for queue in queues:
-                if queue.name in sessions.post_office.queues:
-                    queue.push_back(MessageRef(message, queue))
-                    sessions.dirty.add(queue)
+            live = [q for q in queues if q.name in sessions.post_office.queues]
+            sessions.enqueue(message, live, None, tx.ref_ids)
 
     def _rollback(self, session: Session, packet: SessionXARollbackMessage) -> Packet:
         tx = self.transactions.get(packet.xid)
