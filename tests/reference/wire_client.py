@@ -40,6 +40,7 @@ class WireClient:
         self.sock = socket.create_connection((host, port), timeout=timeout_s)
         self.decoder = FrameDecoder(version=136)
         self.pending: list[Frame] = []
+        self.deliveries: list[SessionReceiveMessage] = []
         self.correlation = -1
         self.sock.sendall(PREAMBLE + encode_packet(SubscribeClusterTopologyUpdatesMessageV2(False, 136), 0))
         self._call(CreateSessionMessage_V2("wire-" + str(id(self)), CHANNEL, 136), channel=1,
@@ -70,8 +71,6 @@ class WireClient:
                 return frame.packet
             if isinstance(frame.packet, SessionReceiveMessage):
                 self.deliveries.append(frame.packet)
-
-    deliveries: list[SessionReceiveMessage] = []
 
     def create_queue(self, name: str) -> None:
         self._call(CreateQueueMessage_V2(name, name, routing_type=RoutingType.ANYCAST),
