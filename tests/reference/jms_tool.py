@@ -1,0 +1,199 @@
+"""Build and run the JMS interop program (``fixtures/java/jms/src``) on the stock artemis-jms-client.
+
+The classes are compiled with ``javac --release 17`` against ``<dist>/lib/*`` into
+``<cache>/artemis/<version>/jms-classes``; a stamp beside them (SHA-256 of every source, the javac
+version and the jar list) decides whether a recompile is needed.  The program prints one JSON line
+per check: ``{"scenario": ..., "check": ..., "ok": ..., "detail": ...}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance.artemis.distribution import Distribution
+from conformance.artemis.java_tools import JAVAC_TIMEOUT_S, ToolError, classpath, java_command
+
+__all__ = ["JMS_MAIN", "Check", "JmsRun", "build_jms", "run_jms", "jms_sources"]
+
+JMS_MAIN = "cck.jms.JmsInterop"
+_STAMP = "stamp.json"
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def jms_sources() -> Path:
+    return _REPO_ROOT / "fixtures" / "java" / "jms" / "src"
+
+
+@dataclass(frozen=True)
+class Check:
+    scenario: str
+    check: str
+    ok: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class JmsRun:
+    """One run of the program: its exit status, its checks and whatever else it wrote."""
+
+    command: list[str]
+    returncode: int
+    checks: list[Check]
+    noise: list[str]  # stdout lines that are not check lines
+    stderr: str
+
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
+    def check(self, scenario: str, name: str) -> Check | None:
+        return next((c for c in self.checks if c.scenario == scenario and c.check == name), None)
+
+    def report(self) -> str:
+        """Everything a failing assertion should show: the failing checks first."""
+        lines = [f"exit status {self.returncode}; failing checks:"]
+        lines += [f"  {c.scenario}/{c.check}: {c.detail}" for c in self.failed()] or ["  (none)"]
+        lines.append("all checks:")
+        lines += [f"  [{'ok' if c.ok else 'FAIL'}] {c.scenario}/{c.check}: {c.detail}" for c in self.checks]
+        if self.noise:
+            lines.append("other output:\n" + "\n".join(self.noise[-40:]))
+        if self.stderr.strip():
+            lines.append("stderr (tail):\n" + self.stderr.strip()[-4000:])
+        return "\n".join(lines)
+
+
+def _javac() -> str:
+    javac = shutil.which("javac")
+    if javac is None:
+        raise ToolError("javac was not found on PATH: install a JDK 17 or newer")
+    return javac
+
+
+def _stamp(dist: Distribution, src: Path, javac: str) -> dict[str, object]:
+    try:
+        version = subprocess.run([javac, "-version"], capture_output=True, text=True, timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        raise ToolError("javac -version did not answer within 60s") from None
+    sources = sorted(src.rglob("*.java"))
+    if not sources:
+        raise ToolError(f"no Java sources under {src}")
+    return {
+        "javac": (version.stdout + version.stderr).strip(),
+        "artemis": dist.version,
+        "jars": sorted(p.name for p in dist.lib.glob("*.jar")),
+        "sources": {str(p.relative_to(src)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sources},
+    }
+
+
+@contextlib.contextmanager
+def _lock(path: Path, timeout_s: float = JAVAC_TIMEOUT_S + 60.0) -> Iterator[None]:
+    """Serialise compiles of concurrent test processes; give up after ``timeout_s``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + timeout_s
+    poll = threading.Event()  # never set: a bounded pause between attempts
+    with path.open("a+") as handle:
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ToolError(f"timed out after {timeout_s:.0f}s waiting for {path}") from None
+                poll.wait(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def build_jms(dist: Distribution, *, src: Path | None = None) -> Path:
+    """Compile the program when a source (or javac, or the jar list) changed; return the classes dir."""
+    source_root = src or jms_sources()
+    javac = _javac()
+    out = dist.root / "jms-classes"
+    stamp_path = dist.root / "jms-classes.stamp.json"
+    with _lock(dist.root / "jms-classes.lock"):
+        wanted = _stamp(dist, source_root, javac)
+        if out.is_dir() and stamp_path.is_file():
+            with contextlib.suppress(json.JSONDecodeError):
+                if json.loads(stamp_path.read_text(encoding="utf-8")) == wanted:
+                    return out
+        staging = Path(tempfile.mkdtemp(prefix="jms-classes.", dir=dist.root))
+        command = [
+            javac, "--release", "17", "-encoding", "UTF-8", "-Xlint:all,-serial,-processing,-options",
+            "-d", str(staging), "-cp", classpath(dist), *[str(p) for p in sorted(source_root.rglob("*.java"))],
+        ]  # fmt: skip
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise ToolError(f"javac did not finish within {JAVAC_TIMEOUT_S:.0f}s") from None
+        if result.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise ToolError("javac failed:\n" + (result.stdout + result.stderr).strip())
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(staging, out)
+        stamp_path.write_text(json.dumps(wanted, indent=2) + "\n", encoding="utf-8")
+        return out
+
+
+def _parse(stdout: str) -> tuple[list[Check], list[str]]:
+    checks: list[Check] = []
+    noise: list[str] = []
+    for line in stdout.splitlines():
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError:
+            if line.strip():
+                noise.append(line)
+            continue
+        if isinstance(raw, dict) and {"scenario", "check", "ok", "detail"} <= raw.keys():
+            checks.append(Check(str(raw["scenario"]), str(raw["check"]), raw["ok"] is True, str(raw["detail"])))
+        else:
+            noise.append(line)
+    return checks, noise
+
+
+def run_jms(
+    dist: Distribution,
+    classes: Path,
+    url: str,
+    queue: str,
+    *scenarios: str,
+    xid: str | None = None,
+    user: str | None = None,
+    password: str | None = None,
+    scenario_deadline_s: float = 60.0,
+    timeout_s: float = 180.0,
+) -> JmsRun:
+    """Run scenarios in one JVM; never raises on failing checks (see ``JmsRun.failed``).
+
+    ``scenario_deadline_s`` is enforced inside the program (it halts with status 3);
+    ``timeout_s`` bounds the whole JVM from outside.
+    """
+    args = ["--url", url, "--queue", queue, "--deadline-ms", str(int(scenario_deadline_s * 1000))]
+    if xid is not None:
+        args += ["--xid", xid]
+    if user is not None:
+        args += ["--user", user, "--password", password or ""]
+    command = java_command(dist, classes, [*args, *scenarios], main=JMS_MAIN)
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        checks, noise = _parse(out)
+        timeout = Check(",".join(scenarios), "jvm-timeout", False, f"the JVM did not exit within {timeout_s:.0f}s")
+        return JmsRun(command, -1, [*checks, timeout], noise, "")
+    checks, noise = _parse(result.stdout)
+    return JmsRun(command, result.returncode, checks, noise, result.stderr)
