@@ -15,7 +15,7 @@ from codec import RoutingType as WireRoutingType
 
 from ._logging import configure_logging
 from ._server import BrokerServer
-from .broker import BrokerCore, BrokerSettings
+from .broker import BrokerCore, BrokerSettings, Queue
 from .broker._journal_storage import JournalStorage, open_journal
 from .config import BrokerConfig, ConfigError, SecurityModel, default_config, load_config
 from .journal import JournalError
@@ -67,6 +67,7 @@ async def _run(args: argparse.Namespace) -> int:
         report = storage.recover(core, recovery)
         journal.compact()
         LOG.info("recovered", extra=vars(report))
+    _declare_addresses(core, config)
     server = BrokerServer(core, host, port, sync=storage.sync if storage else None)
     await server.start()
     print(f"reference broker listening on {host}:{server.bound_port}", file=sys.stderr, flush=True)
@@ -99,6 +100,20 @@ def broker_settings(config: BrokerConfig, node_id: str) -> BrokerSettings:
         transaction_timeout_s=config.transaction_timeout // 1000,
         transaction_timeout_scan_s=config.transaction_timeout_scan_period / 1000,
     )
+
+
+def _declare_addresses(core: BrokerCore, config: BrokerConfig) -> None:
+    """Create the addresses and queues broker.xml declares (after recovery, so nothing doubles)."""
+    for address in config.addresses:
+        types = {int(WireRoutingType[t.value]) for t in address.routing_types}
+        queues = [
+            Queue(q.name, q.address or address.name, int(WireRoutingType[q.routing_type.value]), durable=q.durable,
+                  filter_string=q.filter, max_consumers=-1 if q.max_consumers is None else q.max_consumers,
+                  purge_on_no_consumers=q.purge_on_no_consumers)
+            for q in address.queues
+        ]
+        for problem in core.session.define(address.name, types, queues):
+            LOG.warning("configured queue not created", extra={"detail": problem})
 
 
 def _journal_parent(config: BrokerConfig) -> Path:

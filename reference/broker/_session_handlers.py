@@ -246,6 +246,22 @@ class SessionHandlers:
             self.core.storage.queue_added(queue)
         return added
 
+    def define(self, address: str, routing_types: set[int], queues: list[Queue]) -> list[str]:
+        """Addresses and queues the configuration declares (broker.xml ``<addresses>``);
+        returns what could not be created, with the reason."""
+        problems: list[str] = []
+        created = self.post_office.add_address(address, routing_types)
+        self.core.storage.address_added(created)
+        for queue in queues:
+            if queue.name in self.post_office.queues:
+                continue  # recovered from the journal, or declared twice
+            if queue.filter_string:
+                problems.append(f"queue {queue.name}: filter {queue.filter_string!r} needs selectors, "
+                                "which the reference broker does not implement; queue not created")
+                continue
+            self._add_queue(queue)
+        return problems
+
     def _create_address(self, session: Session, packet: CreateAddressMessage) -> Packet | None:
         address = self.post_office.add_address(packet.address, set(packet.routing_types),
                                                auto_created=packet.auto_created)
