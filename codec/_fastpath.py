@@ -21,8 +21,9 @@ from ._frame import _FAST_DECODERS, _FAST_ENCODERS
 from ._packets.control import PacketsConfirmedMessage
 from ._packets.messages import SessionReceiveMessage, SessionSendMessage
 from ._structures import EMPTY_PROPERTIES, CoreMessage, Property, TypedProperties
+from ._structures import encode_message as _encode_message_format
 
-__all__ = ["install"]
+__all__ = ["encode_message", "install"]
 
 _i8 = struct.Struct(">b")
 _i16 = struct.Struct(">h")
@@ -272,6 +273,15 @@ def _encode_message(m: CoreMessage) -> bytes:
             else:
                 raise _Reject
     return b"".join(parts)
+
+
+def encode_message(message: CoreMessage) -> bytes:
+    """A message's buffer exactly as it travels inside SESS_SEND (for storing it): the fast
+    path, or the construct format where only it can say (and raise the precise error)."""
+    try:
+        return _encode_message(message)
+    except (_Reject, struct.error, TypeError, AttributeError, UnicodeEncodeError, OverflowError):
+        return _encode_message_format(message)
 
 
 def encode_send(packet: Any, version: int) -> bytes | None:

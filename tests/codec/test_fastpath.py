@@ -78,3 +78,16 @@ def test_fast_encoder_defers_unrepresentable_values_to_the_format() -> None:
     with pytest.raises(EncodeError, match="properties"):
         encode_packet(SessionSendMessage(bad), 10)
     assert field_values(PacketsConfirmedMessage(3)) == {"command_id": 3}
+
+
+@SETTINGS
+@given(data=st.data())
+def test_stored_message_encoding_matches_the_format(data: st.DataObject) -> None:
+    from codec import decode_message, encode_message
+    from codec._structures import encode_message as encode_with_format
+
+    from .strategies import core_messages
+
+    message = data.draw(core_messages())
+    assert encode_message(message) == encode_with_format(message)
+    assert decode_message(encode_message(message)) == message
