@@ -56,6 +56,7 @@ from ._errors import (
     UnknownPacketType,
     UnsupportedVersion,
 )
+from ._fastpath import encode_message
 from ._frame import (
     DEFAULT_MAX_FRAME_SIZE,
     HEADER_SIZE,
@@ -182,7 +183,8 @@ from ._structures import (
     TypedProperties,
     Xid,
     decode_message,
-    encode_message,
+    decode_xid,
+    encode_xid,
 )
 
 __all__ = [
@@ -318,9 +320,11 @@ __all__ = [
     "decode_discovery",
     "decode_frame",
     "decode_message",
+    "decode_xid",
     "encode_body",
     "encode_discovery",
     "encode_message",
+    "encode_xid",
     "encode_packet",
     "packet_class",
     "raw",

@@ -41,7 +41,9 @@ __all__ = [
     "XID",
     "CoreMessage",
     "decode_message",
+    "decode_xid",
     "encode_message",
+    "encode_xid",
     "Property",
     "PropertyValue",
     "TransportConfiguration",
@@ -492,6 +494,18 @@ class _MessageFormat(Construct):  # type: ignore[misc]
 
 #: The full message buffer (SESS_SEND, SESS_RECEIVE_MSG).
 MESSAGE = _MessageFormat(with_body=True)
+
+
+def encode_xid(xid: Xid) -> bytes:
+    """An Xid as it travels in the XA packets (for storing it)."""
+    data: bytes = build_format(XID, xid, what="Xid", version=136)
+    return data
+
+
+def decode_xid(data: bytes) -> Xid:
+    """Inverse of :func:`encode_xid`."""
+    xid: Xid = parse_format(XID, data, what="Xid", version=136)
+    return xid
 
 
 def encode_message(message: CoreMessage) -> bytes:

@@ -27,9 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codec import CoreMessage, Xid, decode_message, encode_message
-from codec._format import build_format, parse_format
-from codec._structures import XID
+from codec import CoreMessage, Xid, decode_message, decode_xid, encode_message, encode_xid
 
 from ._model import Address, MessageRef, Queue
 from ._session import Transaction
@@ -134,7 +132,7 @@ class JournalStorage:
         return None  # Artemis does not persist delivery counts by default either
 
     def tx_prepare(self, tx_id: int, xid: Xid) -> None:
-        self.journal.prepare(tx_id, build_format(XID, xid, what="Xid", version=136))
+        self.journal.prepare(tx_id, encode_xid(xid))
 
     def tx_commit(self, tx_id: int) -> None:
         self.journal.commit(tx_id)
@@ -210,7 +208,7 @@ class JournalStorage:
 
     def _restore_prepared(self, core: BrokerCore, prepared: Any, messages: dict[int, CoreMessage],
                           by_record: dict[int, MessageRef]) -> None:
-        xid: Xid = parse_format(XID, prepared.data, what="Xid", version=136)
+        xid = decode_xid(prepared.data)
         tx = Transaction(xid=xid, journal_tx=prepared.tx_id)
         own_messages = dict(messages)
         for record in prepared.records:

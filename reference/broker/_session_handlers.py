@@ -67,7 +67,7 @@ from codec import (
 from ._errors import BrokerError
 from ._model import ROUTING_TYPE_KEY, MessageRef, PostOffice, Queue, split_fqqn
 from ._session import Consumer, Session, Transaction
-from ._xa import XAHandlers
+from ._xa import XA_ANSWERED, XAHandlers
 
 if TYPE_CHECKING:
     from ._connection import Connection
@@ -88,8 +88,9 @@ _ALWAYS_ANSWERED = (
 
 
 def wants_reply(packet: Packet) -> bool:
-    if isinstance(packet, _ALWAYS_ANSWERED) or type(packet).__name__.startswith("SessionXA"):
-        return type(packet).__name__ != "SessionXAAfterFailedMessage"
+    """Whether the client waits for an answer (so a refusal must be an EXCEPTION)."""
+    if isinstance(packet, (*_ALWAYS_ANSWERED, *XA_ANSWERED)):
+        return True
     if isinstance(packet, (SessionAddMetaDataMessageV2, SessionUniqueAddMetaDataMessage)):
         return packet.requires_confirmation
     return bool(getattr(packet, "requires_response", False))

@@ -42,7 +42,7 @@ from ._session import Session, Transaction
 if TYPE_CHECKING:
     from ._session_handlers import SessionHandlers
 
-__all__ = ["XAHandlers"]
+__all__ = ["XA_ANSWERED", "XAHandlers"]
 
 LOG = logging.getLogger("reference.broker")
 
@@ -54,6 +54,13 @@ XAER_PROTO = -6
 XAER_DUPID = -8
 
 OK = SessionXAResponseMessage(False, XA_OK, None)
+
+#: Every XA request is answered, except SESS_XA_FAILED (notes §13.1).
+XA_ANSWERED = (
+    SessionXAStartMessage, SessionXAJoinMessage, SessionXAResumeMessage, SessionXASuspend, SessionXAEndMessage,
+    SessionXAPrepareMessage, SessionXACommitMessage, SessionXARollbackMessage, SessionXAForgetMessage,
+    SessionXAGetInDoubtXids, SessionXASetTimeoutMessage, SessionXAGetTimeout,
+)  # fmt: skip
 TIMED_OUT = "AMQ229229: transaction timed out"
 
 
