@@ -19,7 +19,7 @@ from typing import Any
 from ._constants import ADDRESSING_CHANGE_VERSION, ARTEMIS_2_7_0_VERSION, ARTEMIS_2_28_0_VERSION, PropertyType
 from ._frame import _FAST_DECODERS, _FAST_ENCODERS
 from ._packets.control import PacketsConfirmedMessage
-from ._packets.messages import SessionReceiveMessage, SessionSendMessage
+from ._packets.messages import SessionReceiveMessage, SessionSendMessage, send_trailer_size
 from ._structures import EMPTY_PROPERTIES, CoreMessage, Property, TypedProperties
 from ._structures import encode_message as _encode_message_format
 
@@ -173,19 +173,12 @@ def decode_send(body: bytes, version: int) -> SessionSendMessage | None:
     if 0 < version < ADDRESSING_CHANGE_VERSION:
         return None
     try:
-        n = len(body)
-        if 0 < version < ARTEMIS_2_7_0_VERSION:
-            end = n - 1
-            message = _message(body, end)
-            return SessionSendMessage(message, body[end] != 0, None, None)
-        if version < ARTEMIS_2_28_0_VERSION:
-            end = n - 9
-            message = _message(body, end)
-            return SessionSendMessage(message, body[end] != 0, _i64.unpack_from(body, end + 1)[0], None)
-        end = n - 13
+        # The trailer's size per version is the format's own rule (1 / 9 / 13 bytes).
+        trailer = send_trailer_size(version)
+        end = len(body) - trailer
         message = _message(body, end)
-        (correlation_id,) = _i64.unpack_from(body, end + 1)
-        (sender_id,) = _i32.unpack_from(body, end + 9)
+        correlation_id = _i64.unpack_from(body, end + 1)[0] if trailer >= 9 else None
+        sender_id = _i32.unpack_from(body, end + 9)[0] if trailer == 13 else None
         return SessionSendMessage(message, body[end] != 0, correlation_id, sender_id)
     except (_Reject, struct.error, IndexError, UnicodeDecodeError, ValueError):
         return None
