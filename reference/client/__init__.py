@@ -1,0 +1,49 @@
+"""The kit's own core-protocol client: a sans-IO connection core (time injected)
+and an asyncio face over it.
+
+Sessions, producers with credits, consumers with window flow control, cumulative
+and individual acks, local transactions and the XA set.  The conformance issue
+grows it into a full ServerLocator (reconnect, reattach, failover).
+"""
+
+from __future__ import annotations
+
+from ._aio import Connection, Consumer, Producer, Session, connect
+from ._calls import Call, CallQueue
+from ._connection import ClientConnectionCore, TopologyMember
+from ._errors import (
+    BrokerRefused,
+    CallTimeout,
+    ClientError,
+    ConnectionFailed,
+    ObjectClosed,
+    ProtocolViolation,
+    XAError,
+)
+from ._session import ConsumerCore, Delivery, ProducerCore, SessionCore, SessionOptions
+from ._settings import ClientSettings
+
+__all__ = [
+    "BrokerRefused",
+    "Call",
+    "CallQueue",
+    "CallTimeout",
+    "ClientConnectionCore",
+    "ClientError",
+    "ClientSettings",
+    "Connection",
+    "ConnectionFailed",
+    "Consumer",
+    "ConsumerCore",
+    "Delivery",
+    "ObjectClosed",
+    "Producer",
+    "ProducerCore",
+    "ProtocolViolation",
+    "Session",
+    "SessionCore",
+    "SessionOptions",
+    "TopologyMember",
+    "XAError",
+    "connect",
+]

@@ -1,0 +1,467 @@
+"""The asyncio face of the client: one transport around :class:`ClientConnectionCore`.
+
+::
+
+    async with await connect("tcp://127.0.0.1:61616") as connection:
+        session = await connection.create_session()
+        await session.create_queue("orders", "orders")
+        producer = session.create_producer("orders")
+        await producer.send(CoreMessage(b"hello", durable=True))
+        consumer = await session.create_consumer("orders")
+        session.start()
+        delivery = await consumer.receive(timeout=5)
+
+Every wait is bounded: broker answers by ``call_timeout_ms`` (enforced by the
+core's timers), receives by the caller's ``timeout``, producer credits by
+``call_timeout_ms``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+import uuid
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from codec import (
+    CoreMessage,
+    Packet,
+    RoutingType,
+    SessionBindingQueryResponseMessage_V5,
+    SessionQueueQueryResponseMessage_V3,
+    SessionXAGetInDoubtXidsResponseMessage,
+    SessionXAGetTimeoutResponseMessage,
+    SessionXAResponseMessage,
+    Xid,
+    encode_message,
+)
+
+from ..config._uri import URIError, parse_transport_uri
+from ._calls import Call
+from ._connection import ClientConnectionCore
+from ._errors import CallTimeout, ClientError, ObjectClosed
+from ._session import ConsumerCore, Delivery, ProducerCore, SessionCore, SessionOptions
+from ._settings import ClientSettings
+
+__all__ = ["Connection", "Consumer", "Producer", "Session", "connect"]
+
+_session_numbers = itertools.count(1)
+
+
+def _awaitable(call: Call) -> asyncio.Future[Packet]:
+    """An asyncio future completed by the sans-IO call."""
+    future: asyncio.Future[Packet] = asyncio.get_running_loop().create_future()
+
+    def done(finished: Call) -> None:
+        if future.done():
+            return
+        if finished.error is not None:
+            future.set_exception(finished.error)
+        else:
+            future.set_result(finished.result())
+
+    call.add_done_callback(done)
+    return future
+
+
+class _Protocol(asyncio.Protocol):
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.connection._attach(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self.connection._received(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.connection._lost(exc)
+
+
+async def connect(url: str = "tcp://127.0.0.1:61616", *, settings: ClientSettings | None = None,
+                  clock: Callable[[], float] = time.monotonic, connect_timeout: float = 30.0) -> Connection:
+    """Open a connection and wait for the broker's topology (``last=true``).
+
+    ``url`` is ``tcp://host:port`` with optional client parameters in Artemis's spelling
+    (``?confirmationWindowSize=1048576&callTimeout=5000``); they override ``settings``.
+    """
+    try:
+        uri = parse_transport_uri(url)
+    except URIError as exc:
+        raise ValueError(f"bad broker URL {url!r}: {exc.reason}") from None
+    if uri.scheme != "tcp":
+        raise ValueError(f"bad broker URL {url!r}: only tcp:// is supported by this client")
+    params = {k: v for k, v in uri.params.items() if k not in ("host", "port")}
+    settings = (settings or ClientSettings()).with_params(params)
+    loop = asyncio.get_running_loop()
+    connection = Connection(ClientConnectionCore(settings, clock), f"{uri.host}:{uri.port}")
+    try:
+        await asyncio.wait_for(loop.create_connection(lambda: _Protocol(connection), uri.host, uri.port),
+                               connect_timeout)
+    except (OSError, TimeoutError) as exc:
+        raise ConnectionRefusedError(f"cannot connect to {uri.host}:{uri.port}: {exc or 'timed out'}") from exc
+    await connection._start()
+    return connection
+
+
+class Connection:
+    """One TCP connection to a broker."""
+
+    def __init__(self, core: ClientConnectionCore, peer: str) -> None:
+        self.core = core
+        self.peer = peer
+        self._loop = asyncio.get_running_loop()
+        self._transport: asyncio.Transport | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    # ------------------------------------------------------------------ plumbing
+
+    async def _start(self) -> None:
+        topology = self.core.start()
+        self._pump()
+        await _awaitable(topology)
+
+    def _attach(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+
+    def _received(self, data: bytes) -> None:
+        self.core.receive(data)
+        self._pump()
+
+    def _lost(self, exc: Exception | None) -> None:
+        self._transport = None
+        self.core.connection_lost(f"the TCP connection to {self.peer} closed" + (f": {exc}" if exc else ""))
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _pump(self) -> None:
+        """Write what the core produced and re-arm its timer."""
+        data = self.core.take_output()
+        transport = self._transport
+        if data and transport is not None and not transport.is_closing():
+            transport.write(data)
+        if self.core.failure is not None and transport is not None:
+            transport.close()
+        self._arm_timer()
+
+    def _arm_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        deadline = self.core.next_deadline()
+        if deadline is not None and self.core.failure is None:
+            self._timer = self._loop.call_later(max(0.0, deadline - self.core.clock()), self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self.core.tick()
+        self._pump()
+
+    async def _wait(self, call: Call) -> Packet:
+        self._pump()
+        return await _awaitable(call)
+
+    # ------------------------------------------------------------------ API
+
+    @property
+    def failure(self) -> ClientError | None:
+        return self.core.failure
+
+    def add_failure_listener(self, listener: Callable[[ClientError], None]) -> None:
+        """Called once, with the reason, when the connection fails."""
+        self.core.failure_listeners.append(listener)
+
+    async def create_session(self, name: str | None = None, *, username: str | None = None,
+                             password: str | None = None, xa: bool = False, transacted: bool = False,
+                             pre_acknowledge: bool = False, client_id: str | None = None) -> Session:
+        """A session; ``transacted`` (or ``xa``) turns auto-commit of sends and acks off."""
+        options = SessionOptions(
+            name or f"cck-{uuid.uuid4()}-{next(_session_numbers)}", username, password, xa,
+            auto_commit_sends=not (transacted or xa), auto_commit_acks=not (transacted or xa),
+            pre_acknowledge=pre_acknowledge, client_id=client_id)
+        core, call = self.core.create_session(options)
+        await self._wait(call)
+        return Session(self, core)
+
+    async def close(self) -> None:
+        """Close every session, then the socket."""
+        if self.core.failure is None and self._transport is not None:
+            calls = self.core.close()
+            self._pump()
+            for call in calls:
+                try:
+                    await _awaitable(call)
+                except ClientError:
+                    break  # the connection failed while closing; nothing left to tidy
+        else:
+            self.core.closed = True
+        if self._transport is not None:
+            self._transport.close()
+        if self._timer is not None:
+            self._timer.cancel()
+
+    async def __aenter__(self) -> Connection:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+
+class Session:
+    """A session: queues, producers, consumers, local and XA transactions."""
+
+    def __init__(self, connection: Connection, core: SessionCore) -> None:
+        self.connection = connection
+        self.core = core
+        self._credit_event = asyncio.Event()
+        core.on_credits = self._credit_event.set
+
+    @property
+    def name(self) -> str:
+        return self.core.options.name
+
+    async def _call(self, call: Call) -> Packet:
+        return await self.connection._wait(call)
+
+    def _pump(self) -> None:
+        self.connection._pump()
+
+    # ------------------------------------------------------------------ addresses and queues
+
+    async def create_address(self, address: str, routing_types: tuple[RoutingType, ...] = (RoutingType.ANYCAST,),
+                             *, auto_created: bool = False) -> None:
+        await self._call(self.core.create_address(address, routing_types, auto_created))
+
+    async def create_queue(self, address: str, queue: str | None = None, **options: Any) -> None:
+        """CREATE_QUEUE_V2; options as :meth:`SessionCore.create_queue` (routing_type, durable, filter_string, ...)."""
+        await self._call(self.core.create_queue(address, queue or address, **options))
+
+    async def create_shared_queue(self, address: str, queue: str, **options: Any) -> None:
+        await self._call(self.core.create_shared_queue(address, queue, **options))
+
+    async def delete_queue(self, queue: str) -> None:
+        await self._call(self.core.delete_queue(queue))
+
+    async def queue_query(self, queue: str) -> SessionQueueQueryResponseMessage_V3:
+        answer = await self._call(self.core.queue_query(queue))
+        assert isinstance(answer, SessionQueueQueryResponseMessage_V3), answer
+        return answer
+
+    async def binding_query(self, address: str) -> SessionBindingQueryResponseMessage_V5:
+        answer = await self._call(self.core.binding_query(address))
+        assert isinstance(answer, SessionBindingQueryResponseMessage_V5), answer
+        return answer
+
+    async def add_metadata(self, key: str, data: str) -> None:
+        await self._call(self.core.add_metadata(key, data))
+
+    # ------------------------------------------------------------------ producers and consumers
+
+    def create_producer(self, address: str | None = None) -> Producer:
+        producer = Producer(self, self.core.create_producer(address))
+        self._pump()
+        return producer
+
+    async def create_consumer(self, queue: str, *, filter_string: str | None = None,
+                              browse_only: bool = False) -> Consumer:
+        core, call = self.core.create_consumer(queue, filter_string=filter_string, browse_only=browse_only)
+        consumer = Consumer(self, core)
+        await self._call(call)
+        return consumer
+
+    def start(self) -> None:
+        """SESS_START: deliveries begin (no answer)."""
+        self.core.start()
+        self._pump()
+
+    async def stop(self) -> None:
+        await self._call(self.core.stop())
+
+    # ------------------------------------------------------------------ local transactions
+
+    async def commit(self) -> None:
+        await self._call(self.core.commit())
+
+    async def rollback(self, *, consider_last_message_as_delivered: bool = False) -> None:
+        """Roll back.  As the Java client does: stop delivery, drop buffered messages, roll back, restart."""
+        started = self.core.started
+        if started:
+            await self.stop()
+        await self._call(self.core.rollback(consider_last_message_as_delivered=consider_last_message_as_delivered))
+        if started:
+            self.start()
+
+    # ------------------------------------------------------------------ XA (each raises XAError on an XA error)
+
+    async def _xa(self, call: Call) -> int:
+        answer = await self._call(call)
+        assert isinstance(answer, SessionXAResponseMessage), answer
+        return answer.response_code
+
+    async def xa_start(self, xid: Xid) -> None:
+        await self._xa(self.core.xa_start(xid))
+
+    async def xa_join(self, xid: Xid) -> None:
+        await self._xa(self.core.xa_join(xid))
+
+    async def xa_resume(self, xid: Xid) -> None:
+        await self._xa(self.core.xa_resume(xid))
+
+    async def xa_end(self, xid: Xid, *, failed: bool = False) -> None:
+        await self._xa(self.core.xa_end(xid, failed=failed))
+
+    async def xa_suspend(self) -> None:
+        await self._xa(self.core.xa_suspend())
+
+    async def xa_prepare(self, xid: Xid) -> int:
+        """The vote (XA_OK = 0; Artemis never answers XA_RDONLY)."""
+        return await self._xa(self.core.xa_prepare(xid))
+
+    async def xa_commit(self, xid: Xid, *, one_phase: bool = False) -> None:
+        await self._xa(self.core.xa_commit(xid, one_phase=one_phase))
+
+    async def xa_rollback(self, xid: Xid) -> None:
+        started = self.core.started
+        if started:
+            await self.stop()
+        await self._xa(self.core.xa_rollback(xid))
+        if started:
+            self.start()
+
+    async def xa_forget(self, xid: Xid) -> None:
+        await self._xa(self.core.xa_forget(xid))
+
+    async def xa_recover(self) -> tuple[Xid, ...]:
+        answer = await self._call(self.core.xa_recover())
+        assert isinstance(answer, SessionXAGetInDoubtXidsResponseMessage), answer
+        return answer.xids
+
+    async def xa_set_timeout(self, seconds: int) -> None:
+        await self._call(self.core.xa_set_timeout(seconds))
+
+    async def xa_get_timeout(self) -> int:
+        answer = await self._call(self.core.xa_get_timeout())
+        assert isinstance(answer, SessionXAGetTimeoutResponseMessage), answer
+        return answer.timeout_seconds
+
+    def xa_failed(self, xid: Xid) -> None:
+        self.core.xa_failed(xid)
+        self._pump()
+
+    # ------------------------------------------------------------------ close
+
+    async def close(self) -> None:
+        if self.core.closed:
+            return
+        await self._call(self.core.close())
+
+    async def _credits(self, address: str | None, size: int) -> None:
+        """Wait for producer credits (bounded by call_timeout_ms, as a blocked Java producer would not be)."""
+        credits = self.core.credits_for(address)
+        if credits is None:
+            return
+        timeout_ms = self.core.settings.call_timeout_ms
+        deadline = self.connection.core.clock() + timeout_ms / 1000
+        while not credits.try_acquire(size):
+            self._pump()
+            self._credit_event.clear()
+            if self.core.closed:
+                raise self.connection.core.failure or ObjectClosed(f"session {self.name!r} is closed")
+            remaining = deadline - self.connection.core.clock()
+            if remaining <= 0:
+                raise CallTimeout(f"producer credits for {address!r}", timeout_ms)
+            try:
+                await asyncio.wait_for(self._credit_event.wait(), remaining)
+            except TimeoutError:
+                raise CallTimeout(f"producer credits for {address!r}", timeout_ms) from None
+
+
+class Producer:
+    def __init__(self, session: Session, core: ProducerCore) -> None:
+        self.session = session
+        self.core = core
+
+    async def send(self, message: CoreMessage) -> None:
+        """Send; waits for the broker's answer when the Java client would block (durable sends by default)."""
+        call, blocking = await self._send(message)
+        if call is not None and blocking:
+            await _awaitable(call)
+
+    async def send_async(self, message: CoreMessage) -> asyncio.Future[Packet] | None:
+        """Send without waiting; the future completes when the broker answers (needs a confirmation window
+        or a blocking send setting — otherwise the broker does not answer and ``None`` is returned)."""
+        call, _ = await self._send(message)
+        return None if call is None else _awaitable(call)
+
+    async def _send(self, message: CoreMessage) -> tuple[Call | None, bool]:
+        address = message.address or self.core.address
+        await self.session._credits(address, len(encode_message(message)))
+        result = self.session.core.send(self.core, message)
+        self.session._pump()
+        return result
+
+    def close(self) -> None:
+        self.session.core.close_producer(self.core)
+        self.session._pump()
+
+
+class Consumer:
+    def __init__(self, session: Session, core: ConsumerCore) -> None:
+        self.session = session
+        self.core = core
+        self._event = asyncio.Event()
+        core.on_change = self._event.set
+
+    @property
+    def consumer_id(self) -> int:
+        return self.core.consumer_id
+
+    def receive_nowait(self) -> Delivery | None:
+        delivery = self.core.take()
+        self.session._pump()
+        return delivery
+
+    async def receive(self, timeout: float) -> Delivery | None:
+        """The next delivery, or ``None`` after ``timeout`` seconds (or once the consumer is closed)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            delivery = self.receive_nowait()
+            if delivery is not None:
+                return delivery
+            if self.core.closed:
+                failure = self.session.connection.failure
+                if failure is not None:
+                    raise failure
+                return None
+            self._event.clear()
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return None
+            try:
+                await asyncio.wait_for(self._event.wait(), remaining)
+            except TimeoutError:
+                return None
+
+    async def acknowledge(self, delivery: Delivery) -> None:
+        """Cumulative acknowledgement up to ``delivery``; waits only with block_on_acknowledge."""
+        call = self.session.core.acknowledge(delivery)
+        self.session._pump()
+        if call is not None:
+            await _awaitable(call)
+
+    async def individual_acknowledge(self, delivery: Delivery) -> None:
+        call = self.session.core.acknowledge(delivery, individually=True)
+        self.session._pump()
+        if call is not None:
+            await _awaitable(call)
+
+    async def close(self) -> None:
+        call = self.session.core.close_consumer(self.core)
+        if call is not None:
+            await self.session._call(call)

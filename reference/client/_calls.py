@@ -1,0 +1,140 @@
+"""Pending requests: a sans-IO future resolved by the broker's answer.
+
+Requests on one channel are answered in the order they were sent (the broker
+processes a session's packets in order, notes §7.4), so each channel keeps its
+pending calls in a FIFO and every response packet resolves the oldest one.  The
+correlation ID, where the response carries one, must agree; a disagreement is a
+protocol violation, not something to paper over.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from codec import ActiveMQExceptionMessage, Packet, SessionXAResponseMessage
+
+from ._errors import BrokerRefused, CallTimeout, ClientError, ProtocolViolation, XAError
+
+__all__ = ["Call", "CallQueue"]
+
+_UNSET: Any = object()
+
+
+class Call:
+    """One request waiting for its answer.
+
+    ``expect`` is the response type (or types) that completes it; an EXCEPTION
+    always completes it with :class:`BrokerRefused`.  ``deadline`` (monotonic
+    seconds) is ``None`` for requests nobody blocks on (asynchronous sends).
+    """
+
+    __slots__ = ("_callbacks", "_error", "_result", "correlation_id", "deadline", "expect", "request", "timeout_ms")
+
+    def __init__(self, request: str, expect: tuple[type[Packet], ...], correlation_id: int | None,
+                 deadline: float | None, timeout_ms: int = 0) -> None:
+        self.request = request
+        self.expect = expect
+        self.correlation_id = correlation_id
+        self.deadline = deadline
+        self.timeout_ms = timeout_ms
+        self._result: Packet | None = _UNSET
+        self._error: ClientError | None = None
+        self._callbacks: list[Callable[[Call], None]] = []
+
+    @property
+    def done(self) -> bool:
+        return self._result is not _UNSET or self._error is not None
+
+    @property
+    def error(self) -> ClientError | None:
+        return self._error
+
+    def result(self) -> Packet:
+        """The response packet; raises the call's error; only valid once done."""
+        if self._error is not None:
+            raise self._error
+        if self._result is _UNSET:
+            raise RuntimeError(f"{self.request}: result() before the call completed")
+        assert self._result is not None
+        return self._result
+
+    def add_done_callback(self, callback: Callable[[Call], None]) -> None:
+        if self.done:
+            callback(self)
+        else:
+            self._callbacks.append(callback)
+
+    def resolve(self, packet: Packet) -> None:
+        self._finish(packet, None)
+
+    def fail(self, error: ClientError) -> None:
+        self._finish(_UNSET, error)
+
+    def _finish(self, packet: Any, error: ClientError | None) -> None:
+        if self.done:
+            return
+        self._result, self._error = packet, error
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(self)
+
+    def __repr__(self) -> str:
+        state = "done" if self.done else "pending"
+        return f"<Call {self.request} correlation={self.correlation_id} {state}>"
+
+
+class CallQueue:
+    """The calls of one channel awaiting an answer, oldest first."""
+
+    def __init__(self) -> None:
+        self._calls: deque[Call] = deque()
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def add(self, call: Call) -> Call:
+        self._calls.append(call)
+        return call
+
+    def answer(self, packet: Packet) -> Call:
+        """Complete the oldest call with ``packet``; returns it.  Raises ProtocolViolation when nothing
+        was waiting, or when the packet is neither what that call expects nor an EXCEPTION."""
+        if not self._calls:
+            raise ProtocolViolation(f"unsolicited {packet.type_name()}: no request is waiting for an answer")
+        call = self._calls[0]
+        correlation = getattr(packet, "correlation_id", None)
+        if correlation not in (None, -1) and call.correlation_id is not None and correlation != call.correlation_id:
+            raise ProtocolViolation(f"{packet.type_name()} carries correlation ID {correlation}, but the oldest "
+                                    f"waiting request ({call.request}) has {call.correlation_id}")
+        self._calls.popleft()
+        if isinstance(packet, ActiveMQExceptionMessage):
+            call.fail(BrokerRefused(packet.code, packet.message, call.request))
+        elif isinstance(packet, SessionXAResponseMessage) and packet.error:
+            call.fail(XAError(packet.response_code, packet.message, call.request))
+        elif isinstance(packet, call.expect):
+            call.resolve(packet)
+        else:
+            error = ProtocolViolation(f"{call.request} expects {'/'.join(t.type_name() for t in call.expect)}, "
+                                      f"the broker answered {packet.type_name()}")
+            call.fail(error)
+            raise error
+        return call
+
+    def expire(self, now: float) -> list[Call]:
+        """Fail every call past its deadline with CallTimeout; returns them."""
+        expired = [c for c in self._calls if c.deadline is not None and now >= c.deadline]
+        for call in expired:
+            self._calls.remove(call)
+            call.fail(CallTimeout(call.request, call.timeout_ms))
+        return expired
+
+    def next_deadline(self) -> float | None:
+        deadlines = [c.deadline for c in self._calls if c.deadline is not None]
+        return min(deadlines) if deadlines else None
+
+    def fail_all(self, error: ClientError) -> None:
+        calls, self._calls = self._calls, deque()
+        for call in calls:
+            call.fail(error)

@@ -1,0 +1,308 @@
+"""The client side of one core connection, sans-IO.
+
+Feed it the bytes that arrive (:meth:`ClientConnectionCore.receive`), call
+:meth:`tick` when :meth:`next_deadline` passes, and write what
+:meth:`take_output` returns.  Time comes from the injected ``clock``
+(monotonic seconds), so every timer — pings, the TTL check, call timeouts,
+the topology wait — can be driven by a test without sleeping.
+
+Channels: 0 carries PING, topology and DISCONNECT; 1 carries session creation
+(and, in the next issue, reattach); every session gets its own channel from 10
+up (notes §7.1).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from codec import (
+    PREAMBLE,
+    ActiveMQExceptionMessage,
+    ClusterTopologyChangeMessage,
+    ClusterTopologyChangeMessage_V2,
+    ClusterTopologyChangeMessage_V3,
+    ClusterTopologyChangeMessage_V4,
+    CodecError,
+    CreateSessionMessage_V2,
+    CreateSessionResponseMessage,
+    DisconnectReason,
+    DisconnectMessage,
+    DisconnectMessage_V2,
+    DisconnectMessage_V3,
+    ExceptionType,
+    FrameDecoder,
+    Packet,
+    PacketsConfirmedMessage,
+    Ping,
+    SubscribeClusterTopologyUpdatesMessageV2,
+    TransportConfiguration,
+    encode_packet,
+)
+from codec import Frame as CodecFrame
+
+from ._calls import Call, CallQueue
+from ._errors import BrokerRefused, CallTimeout, ClientError, ConnectionFailed, ProtocolViolation
+from ._session import SessionCore, SessionOptions
+from ._settings import ClientSettings
+
+__all__ = ["ClientConnectionCore", "TopologyMember"]
+
+LOG = logging.getLogger("reference.client")
+
+PING_CHANNEL = 0
+SESSION_SETUP_CHANNEL = 1
+FIRST_SESSION_CHANNEL = 10
+
+_TOPOLOGY = (ClusterTopologyChangeMessage, ClusterTopologyChangeMessage_V2, ClusterTopologyChangeMessage_V3,
+             ClusterTopologyChangeMessage_V4)  # fmt: skip
+_DISCONNECT = (DisconnectMessage, DisconnectMessage_V2, DisconnectMessage_V3)
+
+
+def _reason_name(code: int) -> str:
+    try:
+        return DisconnectReason(code).name
+    except ValueError:
+        return f"code {code}"
+
+
+@dataclass(frozen=True)
+class TopologyMember:
+    node_id: str
+    live: TransportConfiguration | None
+    backup: TransportConfiguration | None
+
+
+class ClientConnectionCore:
+    """One connection's protocol state: channels, sessions, timers, output."""
+
+    def __init__(self, settings: ClientSettings, clock: Callable[[], float]) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.version = settings.version
+        self.decoder = FrameDecoder(version=settings.version)
+        self.sessions: dict[int, SessionCore] = {}
+        self.topology: dict[str, TopologyMember] = {}
+        self.failure: ClientError | None = None
+        self.closed = False
+        self.failure_listeners: list[Callable[[ClientError], None]] = []
+        self._outbox = bytearray()
+        self._setup_calls = CallQueue()
+        self._topology_call: Call | None = None
+        self._next_channel = FIRST_SESSION_CHANNEL
+        self._next_ping: float | None = None
+        self._last_check = 0.0
+        self._data_since_check = False
+        self._started = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> Call:
+        """Write the preamble, the first PING and SUBSCRIBE_TOPOLOGY_V2.  The returned call completes
+        when the broker's topology ends with ``last=true`` (Artemis waits for that before any session)."""
+        if self._started:
+            raise RuntimeError("start() called twice")
+        self._started = True
+        now = self.clock()
+        self._outbox += PREAMBLE
+        self._last_check = now
+        self._ping(now)
+        self.send_raw(PING_CHANNEL, SubscribeClusterTopologyUpdatesMessageV2(False, self.settings.version))
+        timeout = self.settings.topology_timeout_ms
+        self._topology_call = Call("SUBSCRIBE_TOPOLOGY (waiting for last=true)", _TOPOLOGY, None,
+                                   now + timeout / 1000, timeout)
+        return self._topology_call
+
+    def close(self) -> list[Call]:
+        """Close every session (SESS_CLOSE each, as the Java client does); the IO layer closes the socket
+        once these calls complete (or fail)."""
+        self.closed = True
+        return [session.close() for session in list(self.sessions.values()) if not session.closed]
+
+    def connection_lost(self, reason: str = "the TCP connection closed") -> None:
+        self.fail(ConnectionFailed(reason, int(ExceptionType.NOT_CONNECTED)))
+
+    def fail(self, error: ClientError) -> None:
+        """The connection is unusable: every waiter and reader learns why; listeners are told once."""
+        if self.failure is not None:
+            return
+        self.failure = error
+        if not self.closed:
+            LOG.warning("connection failed", extra={"reason": str(error)})
+        self._setup_calls.fail_all(error)
+        if self._topology_call is not None:
+            self._topology_call.fail(error)
+        for session in list(self.sessions.values()):
+            session.failed(error)
+        for listener in list(self.failure_listeners):
+            listener(error)
+
+    @property
+    def has_failed(self) -> bool:
+        return self.failure is not None
+
+    # ------------------------------------------------------------------ sessions
+
+    def create_session(self, options: SessionOptions) -> tuple[SessionCore, Call]:
+        self._check_usable()
+        channel = self._next_channel
+        self._next_channel += 1
+        session = SessionCore(self, channel, options)
+        self.sessions[channel] = session
+        packet = CreateSessionMessage_V2(
+            options.name, channel, self.settings.version, options.username, options.password,
+            self.settings.min_large_message_size, options.xa, options.auto_commit_sends, options.auto_commit_acks,
+            self.settings.confirmation_window_size, options.pre_acknowledge, options.default_address,
+            options.client_id)
+        call = self._setup_calls.add(self.new_call("CREATESESSION", (CreateSessionResponseMessage,), None,
+                                                   blocking=True))
+        self.send_raw(SESSION_SETUP_CHANNEL, packet)
+
+        def created(done: Call) -> None:
+            if done.error is not None:
+                self.sessions.pop(channel, None)
+                session.closed = True
+                return
+            response = done.result()
+            assert isinstance(response, CreateSessionResponseMessage)
+            session.server_version = response.server_version
+            # Later frames are written and read at the version the broker answered with.
+            self.version = self.decoder.version = response.server_version
+
+        call.add_done_callback(created)
+        return session, call
+
+    def session_closed(self, session: SessionCore) -> None:
+        session.closed = True
+        self.sessions.pop(session.channel_id, None)
+
+    # ------------------------------------------------------------------ output
+
+    def send_session_packet(self, session: SessionCore, packet: Packet) -> None:
+        self._check_usable()
+        frame = encode_packet(packet, session.channel_id, version=self.version)
+        self._outbox += frame
+        if packet.requires_confirmations():
+            session.send_window.sent(frame)
+
+    def send_raw(self, channel: int, packet: Packet) -> None:
+        """A packet outside any resend cache (PING, PACKETS_CONFIRMED, channel 0 and 1 traffic)."""
+        self._outbox += encode_packet(packet, channel, version=self.version)
+
+    def take_output(self) -> bytes:
+        data = bytes(self._outbox)
+        self._outbox.clear()
+        return data
+
+    def new_call(self, request: str, expect: tuple[type[Packet], ...], correlation: int | None,
+                 *, blocking: bool) -> Call:
+        timeout = self.settings.call_timeout_ms
+        deadline = self.clock() + timeout / 1000 if blocking else None
+        return Call(request, expect, correlation, deadline, timeout)
+
+    def _check_usable(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+
+    # ------------------------------------------------------------------ input
+
+    def receive(self, data: bytes) -> None:
+        if self.failure is not None:
+            return
+        self._data_since_check = True
+        self.decoder.feed(data)
+        try:
+            for frame in self.decoder:
+                self._dispatch(frame)
+                if self.has_failed:
+                    return
+        except CodecError as exc:
+            self.fail(ProtocolViolation(f"undecodable bytes from the broker: {exc}"))
+        except ProtocolViolation as exc:
+            self.fail(exc)
+
+    def _dispatch(self, frame: CodecFrame) -> None:
+        channel, packet = frame.channel_id, frame.packet
+        if channel == PING_CHANNEL:
+            self._channel0(packet)
+        elif channel == SESSION_SETUP_CHANNEL:
+            if not packet.IS_RESPONSE:
+                raise ProtocolViolation(f"{packet.type_name()} on channel 1 is not an answer to anything")
+            self._setup_calls.answer(packet)
+        else:
+            session = self.sessions.get(channel)
+            if session is None:
+                return  # a closed session's channel: late packets are dropped, as Artemis does
+            session.handle(frame)
+
+    def _channel0(self, packet: Packet) -> None:
+        if isinstance(packet, Ping | PacketsConfirmedMessage):
+            return  # the echo of our PING: receiving it is the liveness signal
+        if isinstance(packet, _TOPOLOGY):
+            self._topology(packet)
+        elif isinstance(packet, _DISCONNECT):
+            reason = getattr(packet, "reason", None)
+            said = f"the broker (node {packet.node_id}) sent {packet.type_name()}"
+            if reason is not None:
+                said += f" reason {_reason_name(reason)}"
+            self.fail(ConnectionFailed(said, int(ExceptionType.DISCONNECTED)))
+        elif isinstance(packet, ActiveMQExceptionMessage):
+            self.fail(BrokerRefused(packet.code, packet.message, "the connection"))
+        else:
+            raise ProtocolViolation(f"{packet.type_name()} is not valid on channel 0")
+
+    def _topology(self, packet: Packet) -> None:
+        assert isinstance(packet, _TOPOLOGY)
+        if packet.exit:
+            self.topology.pop(packet.node_id, None)
+        else:
+            self.topology[packet.node_id] = TopologyMember(packet.node_id, packet.live, packet.backup)
+        if packet.last and self._topology_call is not None:
+            self._topology_call.resolve(packet)
+
+    # ------------------------------------------------------------------ time
+
+    def next_deadline(self) -> float | None:
+        candidates = [self._next_ping, self._setup_calls.next_deadline()]
+        candidates += [s.calls.next_deadline() for s in self.sessions.values()]
+        if self._topology_call is not None and not self._topology_call.done:
+            candidates.append(self._topology_call.deadline)
+        due = [c for c in candidates if c is not None]
+        return min(due) if due else None
+
+    def tick(self) -> None:
+        """Run every timer that is due: call timeouts, then the ping / failure check."""
+        if self.failure is not None:
+            return
+        now = self.clock()
+        expired = self._setup_calls.expire(now)
+        for session in self.sessions.values():
+            expired += session.calls.expire(now)
+        topology = self._topology_call
+        if topology is not None and not topology.done and topology.deadline is not None and now >= topology.deadline:
+            topology.fail(CallTimeout(topology.request, topology.timeout_ms))
+            expired.append(topology)
+        if expired:
+            # As the Java client does: a call that times out fails the whole connection (the FIFO
+            # of answers cannot be trusted once one answer is missing).
+            self.fail(ConnectionFailed(f"{expired[0].request} timed out after {expired[0].timeout_ms} ms",
+                                       int(ExceptionType.CONNECTION_TIMEDOUT)))
+            return
+        if self._next_ping is not None and now >= self._next_ping:
+            ttl = self.settings.connection_ttl_ms
+            if ttl != -1 and now >= self._last_check + ttl / 1000:
+                if not self._data_since_check:
+                    self.fail(ConnectionFailed(f"nothing received from the broker for {ttl} ms (connection TTL)",
+                                               int(ExceptionType.CONNECTION_TIMEDOUT)))
+                    return
+                self._last_check = now
+                self._data_since_check = False
+            self._ping(now)
+
+    def _ping(self, now: float) -> None:
+        for session in self.sessions.values():
+            session.flush_confirmations()
+        self.send_raw(PING_CHANNEL, Ping(self.settings.connection_ttl_ms))
+        period = self.settings.client_failure_check_period_ms
+        self._next_ping = now + period / 1000 if period > 0 else None

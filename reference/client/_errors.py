@@ -1,0 +1,78 @@
+"""What the kit's client raises.  Every error says what failed and, for broker
+refusals, carries the ``ActiveMQExceptionType`` code the broker sent."""
+
+from __future__ import annotations
+
+from codec import ExceptionType
+
+__all__ = [
+    "BrokerRefused",
+    "CallTimeout",
+    "ClientError",
+    "ConnectionFailed",
+    "ObjectClosed",
+    "ProtocolViolation",
+    "XAError",
+]
+
+
+class ClientError(Exception):
+    """Base of every client error."""
+
+
+class BrokerRefused(ClientError):
+    """The broker answered a request with an EXCEPTION packet."""
+
+    def __init__(self, code: int, message: str | None, request: str) -> None:
+        self.code = code
+        self.broker_message = message
+        self.request = request
+        try:
+            name = ExceptionType(code).name
+        except ValueError:
+            name = f"code {code}"
+        super().__init__(f"{request} refused by the broker: {name}: {message}")
+
+    @property
+    def type(self) -> ExceptionType | None:
+        """The code as an :class:`~codec.ExceptionType`, or ``None`` for a code this codec does not know."""
+        try:
+            return ExceptionType(self.code)
+        except ValueError:
+            return None
+
+
+class XAError(ClientError):
+    """A SESS_XA_RESP with ``error=true``; ``code`` is the XAException code (e.g. -4 XAER_NOTA)."""
+
+    def __init__(self, code: int, message: str | None, request: str) -> None:
+        self.code = code
+        self.broker_message = message
+        self.request = request
+        super().__init__(f"{request} failed: XA code {code}: {message}")
+
+
+class CallTimeout(ClientError):
+    """No answer within ``call_timeout``."""
+
+    def __init__(self, request: str, timeout_ms: int) -> None:
+        self.request = request
+        self.timeout_ms = timeout_ms
+        super().__init__(f"{request}: no answer from the broker within {timeout_ms} ms (call_timeout)")
+
+
+class ConnectionFailed(ClientError):
+    """The connection is gone (closed, timed out, DISCONNECT from the broker, bad input)."""
+
+    def __init__(self, reason: str, code: int = int(ExceptionType.NOT_CONNECTED)) -> None:
+        self.reason = reason
+        self.code = code
+        super().__init__(f"connection failed: {reason}")
+
+
+class ObjectClosed(ClientError):
+    """The session, producer or consumer was closed before the call."""
+
+
+class ProtocolViolation(ClientError):
+    """The broker sent something the protocol does not allow here (named in the message)."""

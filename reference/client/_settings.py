@@ -1,0 +1,74 @@
+"""Client settings, named and defaulted as Artemis's ServerLocator names them (notes §11.1, §14)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from codec import CURRENT_VERSION
+
+__all__ = ["ClientSettings"]
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """Everything the client's behaviour depends on; times in milliseconds as Artemis has them."""
+
+    #: Protocol version announced in SUBSCRIBE_TOPOLOGY_V2 and CREATESESSION.
+    version: int = CURRENT_VERSION
+    #: Blocking calls fail after this long (Artemis ``callTimeout``).
+    call_timeout_ms: int = 30_000
+    #: Sent in every PING; the broker drops the connection after this long without bytes (-1: never).
+    connection_ttl_ms: int = 60_000
+    #: PING period, also the failure-check period (-1: only the initial PING).
+    client_failure_check_period_ms: int = 30_000
+    #: Bytes per PACKETS_CONFIRMED; -1 disables the confirmation window and reattachment.
+    confirmation_window_size: int = -1
+    #: Producer credits requested per address (-1: no producer flow control).
+    producer_window_size: int = 64 * 1024
+    #: Consumer credits in bytes (-1: unbounded, 0: one message at a time).
+    consumer_window_size: int = 1024 * 1024
+    block_on_durable_send: bool = True
+    block_on_non_durable_send: bool = False
+    block_on_acknowledge: bool = False
+    min_large_message_size: int = 100 * 1024
+    #: Wait this long for the topology message with ``last=true`` after subscribing (notes §7.1 step 5).
+    topology_timeout_ms: int = 30_000
+
+    def __post_init__(self) -> None:
+        for name in ("call_timeout_ms", "topology_timeout_ms"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"ClientSettings.{name} must be > 0, got {getattr(self, name)}")
+        for name in ("connection_ttl_ms", "client_failure_check_period_ms", "confirmation_window_size",
+                     "producer_window_size", "consumer_window_size"):
+            if getattr(self, name) < -1:
+                raise ValueError(f"ClientSettings.{name} must be >= -1, got {getattr(self, name)}")
+
+    def with_params(self, params: dict[str, str]) -> ClientSettings:
+        """Apply URL query parameters named as Artemis names them (``confirmationWindowSize=...``)."""
+        known = {_camel(f.name): f for f in fields(self)}
+        changes: dict[str, Any] = {}
+        for key, text in params.items():
+            field_ = known.get(key)
+            if field_ is None:
+                raise ValueError(f"unknown client parameter {key!r} (known: {', '.join(sorted(known))})")
+            try:
+                changes[field_.name] = _parse_bool(text) if field_.type == "bool" else int(text)
+            except ValueError:
+                raise ValueError(f"client parameter {key}={text!r} is not a valid {field_.type}") from None
+        return replace(self, **changes)
+
+
+def _camel(name: str) -> str:
+    """``call_timeout_ms`` -> ``callTimeout`` (the URL spelling)."""
+    if name.endswith("_ms"):
+        name = name[:-3]
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise ValueError(text)
