@@ -14,7 +14,10 @@ run is the mean of the perf client's non-warmup per-interval ``received`` rates 
 end); ``sent`` is kept too.  Reported: the median over the repetitions and the ratios
 reference/Artemis.  Every wait has a deadline; every process started is killed in ``finally``.
 
-Our own Python client is not measured: it does not exist yet (issue 3); the table says so.
+The same runs are made with the kit's own Python client (``benchmarks/kit_perf_client.py``: a
+producer process and a consumer process on ``reference.client``, the same queue, message size,
+max-pending and URL options), which prints the perf client's output format; ``--client`` picks
+``artemis``, ``kit`` or ``both`` (default).
 
     python benchmarks/broker_bench.py --quick                        # ~1.5 min smoke run
     python benchmarks/broker_bench.py --json docs/benchmarks-broker.json
@@ -23,6 +26,7 @@ Our own Python client is not measured: it does not exist yet (issue 3); the tabl
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -49,6 +53,7 @@ if str(_REPO_ROOT) not in sys.path:  # run as a script: make `conformance` impor
 
 BROKERS = ("reference", "artemis")
 MODES = ("non-durable", "durable")
+CLIENTS = ("artemis", "kit")  # artemis perf client / the kit's Python client
 GOALS = {"non-durable": 0.5, "durable": 0.8}  # issue 3: reference/Artemis at least this
 
 REFERENCE_START_DEADLINE_S = 30.0
@@ -308,6 +313,16 @@ def perf_client_args(url: str, *, durable: bool, settings: Settings) -> list[str
     return args
 
 
+def run_kit_client(url: str, *, durable: bool, settings: Settings) -> tuple[PerfResult, str]:
+    """The kit's Python client with the same plan; its output has the perf client's format."""
+    from benchmarks.kit_perf_client import Plan, run_client
+
+    plan = Plan(f"{url}{settings.url_options}", settings.queue, settings.message_size, settings.max_pending,
+                durable, settings.warmup, settings.duration)  # fmt: skip
+    output = run_client(plan)
+    return parse_perf_output(output), output
+
+
 def run_perf_client(home: Path, url: str, *, durable: bool, settings: Settings) -> tuple[PerfResult, str]:
     argv = [str(home / "bin" / "artemis"), *perf_client_args(url, durable=durable, settings=settings)]
     deadline = settings.warmup + settings.duration + CLIENT_SLACK_S
@@ -346,6 +361,7 @@ class RunRecord:
     repetition: int
     mode: str
     broker: str
+    client: str
     received_per_s: float
     sent_per_s: float
     intervals: int
@@ -362,33 +378,43 @@ class Report:
     artemis: dict[str, Any]
     runs: list[RunRecord] = field(default_factory=list)
 
-    def median(self, mode: str, broker: str) -> float | None:
-        rates = [r.received_per_s for r in self.runs if r.mode == mode and r.broker == broker and r.success]
+    def _rates(self, mode: str, broker: str, client: str) -> list[float]:
+        return [r.received_per_s for r in self.runs
+                if (r.mode, r.broker, r.client) == (mode, broker, client) and r.success]  # fmt: skip
+
+    def median(self, mode: str, broker: str, client: str = "artemis") -> float | None:
+        rates = self._rates(mode, broker, client)
         return statistics.median(rates) if rates else None
 
-    def spread(self, mode: str, broker: str) -> float | None:
-        rates = [r.received_per_s for r in self.runs if r.mode == mode and r.broker == broker and r.success]
+    def spread(self, mode: str, broker: str, client: str = "artemis") -> float | None:
+        rates = self._rates(mode, broker, client)
         if not rates or not statistics.median(rates):
             return None
         return (max(rates) - min(rates)) / statistics.median(rates)
 
-    def ratio(self, mode: str) -> float | None:
-        ref, art = self.median(mode, "reference"), self.median(mode, "artemis")
+    def ratio(self, mode: str, client: str = "artemis") -> float | None:
+        ref, art = self.median(mode, "reference", client), self.median(mode, "artemis", client)
         return ref / art if ref is not None and art else None
 
     def summary(self) -> dict[str, Any]:
         return {
-            mode: {
-                "reference_msgs_per_s": self.median(mode, "reference"),
-                "artemis_msgs_per_s": self.median(mode, "artemis"),
-                "ratio_reference_over_artemis": self.ratio(mode),
-                "goal": GOALS[mode],
+            client: {
+                mode: {
+                    "reference_msgs_per_s": self.median(mode, "reference", client),
+                    "artemis_msgs_per_s": self.median(mode, "artemis", client),
+                    "ratio_reference_over_artemis": self.ratio(mode, client),
+                    "goal": GOALS[mode],
+                }
+                for mode in self.modes()
             }
-            for mode in self.modes()
+            for client in self.clients()
         }
 
     def modes(self) -> list[str]:
         return [m for m in MODES if any(r.mode == m for r in self.runs)]
+
+    def clients(self) -> list[str]:
+        return [c for c in CLIENTS if any(r.client == c for r in self.runs)]
 
 
 def _machine() -> dict[str, Any]:
@@ -411,7 +437,10 @@ def _order(repetition: int) -> tuple[str, ...]:
     return BROKERS if repetition % 2 == 0 else tuple(reversed(BROKERS))
 
 
-def run_benchmark(settings: Settings, modes: Sequence[str], scratch: Path, *, keep_output: Path | None) -> Report:
+def run_benchmark(
+    settings: Settings, modes: Sequence[str], scratch: Path, *, keep_output: Path | None,
+    clients: Sequence[str] = CLIENTS,
+) -> Report:
     from conformance.artemis.distribution import ensure_distribution
 
     dist = ensure_distribution()
@@ -431,30 +460,36 @@ def run_benchmark(settings: Settings, modes: Sequence[str], scratch: Path, *, ke
                  "journal_buffer_timeout_ns": instance.journal_buffer_timeout_ns,
                  "journal_datasync": instance.journal_datasync},
     )  # fmt: skip
-    total = settings.repetitions * len(modes) * len(BROKERS)
+    total = settings.repetitions * len(modes) * len(BROKERS) * len(clients)
     done = 0
     for repetition in range(settings.repetitions):
-        for mode in modes:
+        for client, mode in itertools.product(clients, modes):
             for broker in _order(repetition):
                 done += 1
-                _log(f"run {done}/{total}: repetition {repetition + 1}, {mode}, {broker} ...")
+                _log(f"run {done}/{total}: repetition {repetition + 1}, {client} client, {mode}, {broker} ...")
                 data = scratch / f"reference-data-{repetition}-{mode}"
                 started = time.monotonic()
+                durable = mode == "durable"
                 with reference_broker(data) if broker == "reference" else artemis_broker(instance) as url:
-                    result, output = run_perf_client(home, url, durable=mode == "durable", settings=settings)
+                    if client == "artemis":
+                        result, output = run_perf_client(home, url, durable=durable, settings=settings)
+                    else:
+                        result, output = run_kit_client(url, durable=durable, settings=settings)
                 shutil.rmtree(data, ignore_errors=True)
                 if keep_output is not None:
                     keep_output.mkdir(parents=True, exist_ok=True)
-                    (keep_output / f"{repetition}-{mode}-{broker}.txt").write_text(output, encoding="utf-8")
+                    name = f"{repetition}-{client}-{mode}-{broker}.txt"
+                    (keep_output / name).write_text(output, encoding="utf-8")
                 record = RunRecord(
-                    repetition=repetition, mode=mode, broker=broker, received_per_s=result.received_rate,
+                    repetition=repetition, mode=mode, broker=broker, client=client,
+                    received_per_s=result.received_rate,
                     sent_per_s=result.sent_rate, intervals=len(result.measured), total_sent=result.total_sent,
                     total_received=result.total_received, success=result.success,
                     loadavg_1min_after=os.getloadavg()[0],
                 )  # fmt: skip
                 report.runs.append(record)
                 _log(
-                    f"run {done}/{total}: {broker} {mode}: {record.received_per_s:,.0f} msg/s received, "
+                    f"run {done}/{total}: {client} client, {broker} {mode}: {record.received_per_s:,.0f} msg/s in, "
                     f"{record.sent_per_s:,.0f} sent ({record.intervals} intervals, result "
                     f"{'success' if result.success else 'FAIL'}) in {time.monotonic() - started:.0f}s, "
                     f"load {record.loadavg_1min_after:.2f}"
@@ -465,24 +500,24 @@ def run_benchmark(settings: Settings, modes: Sequence[str], scratch: Path, *, ke
 def format_table(report: Report) -> str:
     lines = [
         f"broker throughput, msg/s received (median of {report.settings['repetitions']}; "
-        f"± = (max-min)/median), {report.settings['message_size']}-byte messages, 1 producer + 1 consumer, "
-        "client: artemis perf client",
-        f"{'mode':<12} {'reference':>16} {'artemis':>16} {'ref/artemis':>12} {'goal':>6}",
+        f"± = (max-min)/median), {report.settings['message_size']}-byte messages, 1 producer + 1 consumer",
+        f"{'client':<8} {'mode':<12} {'reference':>16} {'artemis':>16} {'ref/artemis':>12} {'goal':>6}",
     ]
-    for mode in report.modes():
-        cells = []
-        for broker in BROKERS:
-            median, spread = report.median(mode, broker), report.spread(mode, broker)
-            cells.append("-" if median is None else f"{median:,.0f} ±{(spread or 0) * 100:.0f}%")
-        ratio = report.ratio(mode)
-        ratio_text = "-" if ratio is None else f"{ratio:.2f}x"
-        lines.append(f"{mode:<12} {cells[0]:>16} {cells[1]:>16} {ratio_text:>12} {GOALS[mode]:>5}x")
+    for client in report.clients():
+        for mode in report.modes():
+            cells = []
+            for broker in BROKERS:
+                median, spread = report.median(mode, broker, client), report.spread(mode, broker, client)
+                cells.append("-" if median is None else f"{median:,.0f} ±{(spread or 0) * 100:.0f}%")
+            ratio = report.ratio(mode, client)
+            ratio_text = "-" if ratio is None else f"{ratio:.2f}x"
+            lines.append(f"{client:<8} {mode:<12} {cells[0]:>16} {cells[1]:>16} {ratio_text:>12} {GOALS[mode]:>5}x")
     lines.append(
         f"Artemis journal: {report.artemis['journal_type']} "
         f"(journal-buffer-timeout {report.artemis['journal_buffer_timeout_ns']} ns); "
         "reference: its own journal (group-commit fsync)"
     )
-    lines.append("with our client: not measured -- the kit's Python client does not exist yet (issue 3)")
+    lines.append("clients: artemis = `artemis perf client` (Java); kit = benchmarks/kit_perf_client.py")
     return "\n".join(lines)
 
 
@@ -504,6 +539,8 @@ def main(argv: list[str] | None = None) -> int:
         "durable sends are asynchronous and confirmed; '' for blocking durable sends)",
     )
     parser.add_argument("--mode", choices=[*MODES, "both"], default="both", help="which messages (default both)")
+    parser.add_argument("--client", choices=[*CLIENTS, "both"], default="both",
+                        help="artemis perf client, the kit's Python client, or both (default both)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 repetition, --duration 4 --warmup 2")
     parser.add_argument("--dir", type=Path, default=None, help="parent of the scratch folder (data dirs, instance)")
     parser.add_argument("--keep-output", type=Path, default=None, help="save each perf client output in this folder")
@@ -518,7 +555,8 @@ def main(argv: list[str] | None = None) -> int:
     modes = list(MODES) if args.mode == "both" else [args.mode]
     scratch = Path(tempfile.mkdtemp(prefix="broker-bench-", dir=args.dir))
     try:
-        report = run_benchmark(settings, modes, scratch, keep_output=args.keep_output)
+        clients = list(CLIENTS) if args.client == "both" else [args.client]
+        report = run_benchmark(settings, modes, scratch, keep_output=args.keep_output, clients=clients)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(format_table(report))
@@ -526,7 +564,6 @@ def main(argv: list[str] | None = None) -> int:
         payload = {
             "settings": report.settings, "machine": report.machine, "artemis": report.artemis,
             "summary": report.summary(), "runs": [asdict(r) for r in report.runs],
-            "our_client": "not measured: the kit's Python client does not exist yet",
         }  # fmt: skip
         args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -107,8 +107,8 @@ def test_same_client_arguments_for_both_brokers() -> None:
     assert "--persistent" not in broker_bench.perf_client_args("tcp://h:1", durable=False, settings=settings)
 
 
-def _record(mode: str, broker: str, rate: float, repetition: int = 0) -> RunRecord:
-    return RunRecord(repetition, mode, broker, rate, rate, 10, 1, 1, True, 0.0)
+def _record(mode: str, broker: str, rate: float, repetition: int = 0, client: str = "artemis") -> RunRecord:
+    return RunRecord(repetition, mode, broker, client, rate, rate, 10, 1, 1, True, 0.0)
 
 
 def test_medians_ratios_and_table(tmp_path: Path) -> None:
@@ -122,6 +122,38 @@ def test_medians_ratios_and_table(tmp_path: Path) -> None:
     assert report.ratio("non-durable") == pytest.approx(0.55)
     assert report.ratio("durable") is None
     assert report.modes() == ["non-durable"]
+    report.runs.append(_record("non-durable", "reference", 5.0, client="kit"))
+    report.runs.append(_record("non-durable", "artemis", 4.0, client="kit"))
+    assert report.ratio("non-durable", "kit") == pytest.approx(1.25)
+    assert report.clients() == ["artemis", "kit"]
+    assert report.summary()["kit"]["non-durable"]["ratio_reference_over_artemis"] == pytest.approx(1.25)
     table = broker_bench.format_table(report)
     assert "0.55x" in table
-    assert "does not exist yet" in table
+    assert "1.25x" in table
+
+
+def test_kit_client_output_reads_as_perf_client_output() -> None:
+    from benchmarks.kit_perf_client import Plan, format_perf_output
+
+    plan = Plan("tcp://h:1", "Q", 1024, 100, True, warmup=1, duration=2)
+    text = format_perf_output(plan, {"sent": [5, 10, 20], "completed": [5, 10, 20], "received": [4, 10, 30]})
+    result = broker_bench.parse_perf_output(text)
+    assert result.success
+    assert [i.warmup for i in result.intervals] == [True, False, False]
+    assert result.received_rate == 20.0
+    assert (result.total_sent, result.total_received) == (35, 44)
+
+
+def test_kit_client_runs_against_the_reference_broker(tmp_path: Path) -> None:
+    from benchmarks.kit_perf_client import Plan, run_client
+    from tests.reference.conftest import start_reference_broker, stop_reference_broker
+
+    broker = start_reference_broker(tmp_path / "data")
+    try:
+        plan = Plan(f"{broker.url}?confirmationWindowSize=1048576", "BENCH", 1024, 100, True, warmup=1, duration=1)
+        result = broker_bench.parse_perf_output(run_client(plan))
+    finally:
+        stop_reference_broker(broker)
+    assert result.success
+    assert result.total_received > 0
+    assert result.total_completed <= result.total_sent
