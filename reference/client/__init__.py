@@ -8,7 +8,7 @@ grows it into a full ServerLocator (reconnect, reattach, failover).
 
 from __future__ import annotations
 
-from ._aio import Connection, Consumer, Producer, Session, connect
+from ._aio import Connection, Consumer, FailoverEvent, Producer, Session, connect
 from ._calls import Call, CallQueue
 from ._connection import ClientConnectionCore, TopologyMember
 from ._errors import (
@@ -16,10 +16,13 @@ from ._errors import (
     CallTimeout,
     ClientError,
     ConnectionFailed,
+    FailoverInterrupted,
     ObjectClosed,
     ProtocolViolation,
+    TransactionRolledBack,
     XAError,
 )
+from ._locator import Connector, LocatorURL, RetryLoop, intervals, parse_locator_url
 from ._session import ConsumerCore, Delivery, ProducerCore, SessionCore, SessionOptions
 from ._settings import ClientSettings
 
@@ -33,17 +36,25 @@ __all__ = [
     "ClientSettings",
     "Connection",
     "ConnectionFailed",
+    "Connector",
     "Consumer",
     "ConsumerCore",
     "Delivery",
+    "FailoverEvent",
+    "FailoverInterrupted",
+    "LocatorURL",
     "ObjectClosed",
     "Producer",
     "ProducerCore",
     "ProtocolViolation",
+    "RetryLoop",
     "Session",
     "SessionCore",
     "SessionOptions",
     "TopologyMember",
+    "TransactionRolledBack",
     "XAError",
     "connect",
+    "intervals",
+    "parse_locator_url",
 ]

@@ -19,16 +19,21 @@ core's timers), receives by the caller's ``timeout``, producer credits by
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 from codec import (
     CoreMessage,
+    CreateSessionResponseMessage,
+    ExceptionType,
     Packet,
+    ReattachSessionResponseMessage,
     RoutingType,
     SessionBindingQueryResponseMessage_V5,
     SessionQueueQueryResponseMessage_V3,
@@ -39,10 +44,10 @@ from codec import (
     encode_message,
 )
 
-from ..config._uri import URIError, parse_transport_uri
 from ._calls import Call
 from ._connection import ClientConnectionCore
-from ._errors import CallTimeout, ClientError, ObjectClosed
+from ._errors import CallTimeout, ClientError, ConnectionFailed, ObjectClosed
+from ._locator import Connector, LocatorURL, RetryLoop, parse_locator_url
 from ._session import ConsumerCore, Delivery, ProducerCore, SessionCore, SessionOptions
 from ._settings import ClientSettings
 
@@ -68,83 +73,239 @@ def _awaitable(call: Call) -> asyncio.Future[Packet]:
 
 
 class _Protocol(asyncio.Protocol):
-    def __init__(self, connection: Connection) -> None:
+    """Bound to one connection core: a late callback from a replaced socket cannot touch its successor."""
+
+    def __init__(self, connection: Connection, core: ClientConnectionCore) -> None:
         self.connection = connection
+        self.core = core
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
-        self.connection._attach(transport)
+        self.connection._attach(self.core, transport)
 
     def data_received(self, data: bytes) -> None:
-        self.connection._received(data)
+        self.connection._received(self.core, data)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.connection._lost(exc)
+        self.connection._lost(self.core, exc)
+
+
+@dataclass(frozen=True)
+class FailoverEvent:
+    """What the connection went through, for listeners and evidence (times are the injected clock's)."""
+
+    kind: str  # "failed", "attempt", "attempt-failed", "reattached", "recreated", "gave-up"
+    time: float
+    connector: str
+    detail: str = ""
 
 
 async def connect(url: str = "tcp://127.0.0.1:61616", *, settings: ClientSettings | None = None,
                   clock: Callable[[], float] = time.monotonic, connect_timeout: float = 30.0) -> Connection:
-    """Open a connection and wait for the broker's topology (``last=true``).
+    """Connect as Artemis's ServerLocator does and wait for the broker's topology (``last=true``).
 
-    ``url`` is ``tcp://host:port`` with optional client parameters in Artemis's spelling
-    (``?confirmationWindowSize=1048576&callTimeout=5000``); they override ``settings``.
+    ``url`` is ``tcp://host:port`` or ``(tcp://a:p,tcp://b:q)`` with client parameters in Artemis's
+    spelling (``?confirmationWindowSize=1048576&reconnectAttempts=-1``); they override ``settings``.
+    The initial connection tries the connectors round robin, ``initialConnectAttempts`` times each,
+    waiting ``retryInterval`` (backed off) between attempts.  After a failure the connection
+    reconnects when ``reconnectAttempts`` is not 0 and reattaches (or recreates) its sessions.
     """
-    try:
-        uri = parse_transport_uri(url)
-    except URIError as exc:
-        raise ValueError(f"bad broker URL {url!r}: {exc.reason}") from None
-    if uri.scheme != "tcp":
-        raise ValueError(f"bad broker URL {url!r}: only tcp:// is supported by this client")
-    params = {k: v for k, v in uri.params.items() if k not in ("host", "port")}
-    settings = (settings or ClientSettings()).with_params(params)
-    loop = asyncio.get_running_loop()
-    connection = Connection(ClientConnectionCore(settings, clock), f"{uri.host}:{uri.port}")
-    try:
-        await asyncio.wait_for(loop.create_connection(lambda: _Protocol(connection), uri.host, uri.port),
-                               connect_timeout)
-    except (OSError, TimeoutError) as exc:
-        raise ConnectionRefusedError(f"cannot connect to {uri.host}:{uri.port}: {exc or 'timed out'}") from exc
-    await connection._start()
+    locator = parse_locator_url(url)
+    connection = Connection(locator, locator.settings(settings), clock, connect_timeout)
+    await connection._initial_connect()
     return connection
 
 
 class Connection:
-    """One TCP connection to a broker."""
+    """A connection to a broker that, when configured to, survives the loss of its TCP connection."""
 
-    def __init__(self, core: ClientConnectionCore, peer: str) -> None:
-        self.core = core
-        self.peer = peer
+    def __init__(self, locator: LocatorURL, settings: ClientSettings, clock: Callable[[], float],
+                 connect_timeout: float) -> None:
+        self.locator = locator
+        self.settings = settings
+        self.clock = clock
+        self.connect_timeout = connect_timeout
+        self.events: list[FailoverEvent] = []
+        self._connector_index = 0
+        self.core = self._new_core()
         self._loop = asyncio.get_running_loop()
         self._transport: asyncio.Transport | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._listeners: list[Callable[[ClientError], None]] = []
+        self._event_listeners: list[Callable[[FailoverEvent], None]] = []
+        self._reconnecting: asyncio.Task[None] | None = None
+        self._closing = False
+        self._final_failure: ClientError | None = None
+        self._settled = asyncio.Event()  # set while no reconnection is under way
+        self._settled.set()
 
-    # ------------------------------------------------------------------ plumbing
+    @property
+    def connector(self) -> Connector:
+        return self.locator.connectors[self._connector_index]
 
-    async def _start(self) -> None:
-        topology = self.core.start()
+    @property
+    def peer(self) -> str:
+        return f"{self.connector.host}:{self.connector.port}"
+
+    # ------------------------------------------------------------------ connecting
+
+    def _new_core(self) -> ClientConnectionCore:
+        core = ClientConnectionCore(self.settings, self.clock)
+        core.keep_sessions = self.settings.reconnect_attempts != 0
+        core.failure_listeners.append(lambda error: self._core_failed(core, error))
+        return core
+
+    def _record(self, kind: str, detail: str = "") -> None:
+        event = FailoverEvent(kind, self.clock(), self.connector.url, detail)
+        self.events.append(event)
+        for listener in list(self._event_listeners):
+            listener(event)
+
+    async def _open(self, core: ClientConnectionCore) -> None:
+        """One attempt: TCP connect to the current connector, handshake, topology."""
+        connector = self.connector
+        try:
+            await asyncio.wait_for(
+                self._loop.create_connection(lambda: _Protocol(self, core), connector.host, connector.port),
+                self.connect_timeout)
+        except (OSError, TimeoutError) as exc:
+            raise ConnectionRefusedError(f"cannot connect to {connector.host}:{connector.port}: "
+                                         f"{exc or 'timed out'}") from exc
+        topology = core.start()
         self._pump()
         await _awaitable(topology)
 
-    def _attach(self, transport: asyncio.Transport) -> None:
-        self._transport = transport
+    async def _initial_connect(self) -> None:
+        loop = RetryLoop(self.settings, reconnect=False, connectors=len(self.locator.connectors))
+        while True:
+            try:
+                await self._open(self.core)
+                return
+            except (ConnectionRefusedError, ClientError) as exc:
+                self._drop_transport()
+                retry_at = loop.attempt_failed(self.clock())
+                if retry_at is None:
+                    raise ConnectionRefusedError(f"{exc} (gave up after {loop.failures} attempt(s))") from exc
+                self._connector_index = (self._connector_index + 1) % len(self.locator.connectors)
+                self.core = self._new_core()
+                await asyncio.sleep(max(0.0, retry_at - self.clock()))
 
-    def _received(self, data: bytes) -> None:
-        self.core.receive(data)
+    def _core_failed(self, core: ClientConnectionCore, error: ClientError) -> None:
+        if core is not self.core:
+            return
+        for listener in list(self._listeners):
+            listener(error)
+        if core.keep_sessions and not self._closing and self._reconnecting is None:
+            self._record("failed", str(error))
+            self._settled.clear()
+            self._reconnecting = asyncio.ensure_future(self._reconnect(core, error))
+
+    async def _reconnect(self, failed: ClientConnectionCore, error: ClientError) -> None:
+        """Notes §11.4: the first attempt at once, then retryInterval backed off, at most reconnectAttempts;
+        on a new connection every session is reattached, or recreated when the broker no longer has it."""
+        sessions = [s for s in failed.sessions.values() if not s.closed]
+        loop = RetryLoop(self.settings, reconnect=True)
+        timer = self._failover_timer(sessions)
+        try:
+            while not self._closing:
+                core = self._new_core()
+                core.adopt(sessions, failed.next_channel)
+                self.core = core
+                self._record("attempt")
+                try:
+                    await self._open(core)
+                    await self._restore(core, sessions)
+                    return
+                except (ConnectionRefusedError, ClientError) as exc:
+                    self._record("attempt-failed", str(exc))
+                    self._drop_transport()
+                    retry_at = loop.attempt_failed(self.clock())
+                    if retry_at is None:
+                        break
+                    await asyncio.sleep(max(0.0, retry_at - self.clock()))
+            self._give_up(sessions, error, loop.failures)
+        finally:
+            timer.cancel()
+            self._reconnecting = None
+            self._settled.set()
+
+    async def _restore(self, core: ClientConnectionCore, sessions: list[SessionCore]) -> None:
+        deadline = self.clock() + self.settings.call_timeout_ms / 1000
+        for session in sessions:
+            answer = await self._wait(core.reattach(session))
+            assert isinstance(answer, ReattachSessionResponseMessage), answer
+            if answer.reattached:
+                replayed = session.reattached(core, answer.last_confirmed_command_id, deadline)
+                self._record("reattached", f"{session.options.name}: {replayed} command(s) replayed")
+            else:
+                name = f"cck-{uuid.uuid4()}-{next(_session_numbers)}"
+                created = await self._wait(core.recreate(session, name))
+                assert isinstance(created, CreateSessionResponseMessage), created
+                session.options = dataclasses.replace(session.options, name=name)
+                session.recreated(core, created.server_version, deadline)
+                self._record("recreated", f"new session name {name}")
         self._pump()
 
-    def _lost(self, exc: Exception | None) -> None:
+    def _failover_timer(self, sessions: list[SessionCore]) -> asyncio.Task[None]:
+        """While reconnecting, the dead core's timers are gone: expire waiting calls at their failover deadline."""
+
+        async def expire() -> None:
+            while True:
+                deadlines = [d for s in sessions if (d := s.calls.next_deadline()) is not None]
+                if not deadlines:
+                    await asyncio.sleep(self.settings.call_timeout_ms / 1000)
+                    continue
+                await asyncio.sleep(max(0.0, min(deadlines) - self.clock()))
+                now = self.clock()
+                for session in sessions:
+                    if not session.attached:
+                        session.calls.expire(now)
+
+        return asyncio.ensure_future(expire())
+
+    def _give_up(self, sessions: list[SessionCore], error: ClientError, attempts: int) -> None:
+        final = ConnectionFailed(f"{error}; reconnection gave up after {attempts} attempt(s)",
+                                 getattr(error, "code", int(ExceptionType.NOT_CONNECTED)))
+        self._final_failure = final
+        self._record("gave-up", str(final))
+        for session in sessions:
+            session.failed(final)
+
+    def _drop_transport(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _attach(self, core: ClientConnectionCore, transport: asyncio.Transport) -> None:
+        if core is self.core:
+            self._transport = transport
+        else:
+            transport.close()
+
+    def _received(self, core: ClientConnectionCore, data: bytes) -> None:
+        if core is not self.core:
+            return
+        core.receive(data)
+        self._pump()
+
+    def _lost(self, core: ClientConnectionCore, exc: Exception | None) -> None:
+        if core is not self.core:
+            return
         self._transport = None
-        self.core.connection_lost(f"the TCP connection to {self.peer} closed" + (f": {exc}" if exc else ""))
         if self._timer is not None:
             self._timer.cancel()
+        core.connection_lost(f"the TCP connection to {self.peer} closed" + (f": {exc}" if exc else ""))
 
     def _pump(self) -> None:
         """Write what the core produced and re-arm its timer."""
-        data = self.core.take_output()
+        core = self.core
+        data = core.take_output()
         transport = self._transport
         if data and transport is not None and not transport.is_closing():
             transport.write(data)
-        if self.core.failure is not None and transport is not None:
+        if core.failure is not None and transport is not None:
             transport.close()
         self._arm_timer()
 
@@ -154,7 +315,7 @@ class Connection:
             self._timer = None
         deadline = self.core.next_deadline()
         if deadline is not None and self.core.failure is None:
-            self._timer = self._loop.call_later(max(0.0, deadline - self.core.clock()), self._on_timer)
+            self._timer = self._loop.call_later(max(0.0, deadline - self.clock()), self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -165,15 +326,36 @@ class Connection:
         self._pump()
         return await _awaitable(call)
 
+    async def _settle(self) -> None:
+        """Wait for a reconnection under way to end (bounded by callFailoverTimeout), as Artemis's client blocks
+        a commit during failover: whether it may commit depends on reattach or recreate."""
+        if self._settled.is_set():
+            return
+        timeout = self.settings.call_failover_timeout_ms
+        try:
+            await asyncio.wait_for(self._settled.wait(), None if timeout == -1 else timeout / 1000)
+        except TimeoutError:
+            raise CallTimeout("waiting for the reconnection to finish", timeout) from None
+
     # ------------------------------------------------------------------ API
 
     @property
     def failure(self) -> ClientError | None:
+        """Why the connection is unusable (``None`` while it works or is reconnecting)."""
+        if self._final_failure is not None:
+            return self._final_failure
+        if self._reconnecting is not None:
+            return None
         return self.core.failure
 
     def add_failure_listener(self, listener: Callable[[ClientError], None]) -> None:
-        """Called once, with the reason, when the connection fails."""
-        self.core.failure_listeners.append(listener)
+        """Called with the reason each time a TCP connection fails (before any reconnection, as Artemis calls
+        its session failure listeners)."""
+        self._listeners.append(listener)
+
+    def add_event_listener(self, listener: Callable[[FailoverEvent], None]) -> None:
+        """Called with every failover event (failed, attempt, attempt-failed, reattached, recreated, gave-up)."""
+        self._event_listeners.append(listener)
 
     async def create_session(self, name: str | None = None, *, username: str | None = None,
                              password: str | None = None, xa: bool = False, transacted: bool = False,
@@ -188,7 +370,10 @@ class Connection:
         return Session(self, core)
 
     async def close(self) -> None:
-        """Close every session, then the socket."""
+        """Close every session, then the socket; a reconnection under way is abandoned."""
+        self._closing = True
+        if self._reconnecting is not None:
+            self._reconnecting.cancel()
         if self.core.failure is None and self._transport is not None:
             calls = self.core.close()
             self._pump()
@@ -285,6 +470,8 @@ class Session:
     # ------------------------------------------------------------------ local transactions
 
     async def commit(self) -> None:
+        """Commit; raises TransactionRolledBack when failover recreated the session under the transaction."""
+        await self.connection._settle()
         await self._call(self.core.commit())
 
     async def rollback(self, *, consider_last_message_as_delivered: bool = False) -> None:

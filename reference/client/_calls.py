@@ -30,7 +30,8 @@ class Call:
     seconds) is ``None`` for requests nobody blocks on (asynchronous sends).
     """
 
-    __slots__ = ("_callbacks", "_error", "_result", "correlation_id", "deadline", "expect", "request", "timeout_ms")
+    __slots__ = ("_callbacks", "_error", "_result", "blocking", "correlation_id", "deadline", "expect", "request",
+                 "timeout_ms")
 
     def __init__(self, request: str, expect: tuple[type[Packet], ...], correlation_id: int | None,
                  deadline: float | None, timeout_ms: int = 0) -> None:
@@ -38,6 +39,7 @@ class Call:
         self.expect = expect
         self.correlation_id = correlation_id
         self.deadline = deadline
+        self.blocking = deadline is not None
         self.timeout_ms = timeout_ms
         self._result: Packet | None = _UNSET
         self._error: ClientError | None = None
@@ -90,6 +92,8 @@ class CallQueue:
 
     def __init__(self) -> None:
         self._calls: deque[Call] = deque()
+        #: Correlated answers that matched no waiting call (see :meth:`answer`).
+        self.stray: list[Packet] = []
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -98,17 +102,27 @@ class CallQueue:
         self._calls.append(call)
         return call
 
-    def answer(self, packet: Packet) -> Call:
-        """Complete the oldest call with ``packet``; returns it.  Raises ProtocolViolation when nothing
-        was waiting, or when the packet is neither what that call expects nor an EXCEPTION."""
+    def answer(self, packet: Packet) -> Call | None:
+        """Complete the oldest call with ``packet``; returns it.
+
+        A response whose correlation ID belongs to a younger waiting call completes that one.  A correlated
+        response that matches no waiting call (a second answer to a command the broker processed twice,
+        e.g. after a replay) is kept in ``stray`` and otherwise ignored, as Artemis's client ignores
+        out-of-order responses: whether that was harmful is for the oracles to judge, not a reason to
+        drop the connection.  Raises ProtocolViolation when nothing was waiting, or when the packet is
+        neither what the call expects nor an EXCEPTION.
+        """
         if not self._calls:
             raise ProtocolViolation(f"unsolicited {packet.type_name()}: no request is waiting for an answer")
         call = self._calls[0]
         correlation = getattr(packet, "correlation_id", None)
         if correlation not in (None, -1) and call.correlation_id is not None and correlation != call.correlation_id:
-            raise ProtocolViolation(f"{packet.type_name()} carries correlation ID {correlation}, but the oldest "
-                                    f"waiting request ({call.request}) has {call.correlation_id}")
-        self._calls.popleft()
+            match = next((c for c in self._calls if c.correlation_id == correlation), None)
+            if match is None:
+                self.stray.append(packet)
+                return None
+            call = match
+        self._calls.remove(call)
         if isinstance(packet, ActiveMQExceptionMessage):
             call.fail(BrokerRefused(packet.code, packet.message, call.request))
         elif isinstance(packet, SessionXAResponseMessage) and packet.error:
@@ -133,6 +147,18 @@ class CallQueue:
     def next_deadline(self) -> float | None:
         deadlines = [c.deadline for c in self._calls if c.deadline is not None]
         return min(deadlines) if deadlines else None
+
+    def fail_oldest(self, count: int, error: Callable[[Call], ClientError]) -> None:
+        """Fail the ``count`` oldest calls, each with its own error."""
+        for _ in range(min(count, len(self._calls))):
+            call = self._calls.popleft()
+            call.fail(error(call))
+
+    def extend_deadlines(self, deadline: float | None) -> None:
+        """While the connection is being re-established a waiting call is bounded by the failover timeout."""
+        for call in self._calls:
+            if call.blocking:
+                call.deadline = deadline
 
     def fail_all(self, error: ClientError) -> None:
         calls, self._calls = self._calls, deque()

@@ -25,17 +25,19 @@ from codec import (
     ClusterTopologyChangeMessage_V3,
     ClusterTopologyChangeMessage_V4,
     CodecError,
+    CreateSessionMessage,
     CreateSessionMessage_V2,
     CreateSessionResponseMessage,
-    DisconnectReason,
     DisconnectMessage,
     DisconnectMessage_V2,
     DisconnectMessage_V3,
+    DisconnectReason,
     ExceptionType,
     FrameDecoder,
     Packet,
     PacketsConfirmedMessage,
     Ping,
+    ReattachSessionResponseMessage,
     SubscribeClusterTopologyUpdatesMessageV2,
     TransportConfiguration,
     encode_packet,
@@ -92,6 +94,8 @@ class ClientConnectionCore:
         self._topology_call: Call | None = None
         self._next_channel = FIRST_SESSION_CHANNEL
         self._next_ping: float | None = None
+        #: Detach sessions on failure instead of failing them (set by a reconnecting session factory).
+        self.keep_sessions = False
         self._last_check = 0.0
         self._data_since_check = False
         self._started = False
@@ -124,7 +128,11 @@ class ClientConnectionCore:
         self.fail(ConnectionFailed(reason, int(ExceptionType.NOT_CONNECTED)))
 
     def fail(self, error: ClientError) -> None:
-        """The connection is unusable: every waiter and reader learns why; listeners are told once."""
+        """The connection is unusable: every waiter and reader learns why; listeners are told once.
+
+        With ``keep_sessions`` (a session factory that will reconnect) the sessions are detached instead
+        of failed: their calls and consumers wait for a new connection, bounded by the failover timeout.
+        """
         if self.failure is not None:
             return
         self.failure = error
@@ -133,8 +141,15 @@ class ClientConnectionCore:
         self._setup_calls.fail_all(error)
         if self._topology_call is not None:
             self._topology_call.fail(error)
-        for session in list(self.sessions.values()):
-            session.failed(error)
+        if self.keep_sessions and not self.closed:
+            timeout = self.settings.call_failover_timeout_ms
+            deadline = None if timeout == -1 else self.clock() + timeout / 1000
+            for session in self.sessions.values():
+                if not session.closed:
+                    session.detach(deadline)
+        else:
+            for session in list(self.sessions.values()):
+                session.failed(error)
         for listener in list(self.failure_listeners):
             listener(error)
 
@@ -172,6 +187,44 @@ class ClientConnectionCore:
 
         call.add_done_callback(created)
         return session, call
+
+    # ------------------------------------------------------------------ failover (notes §9.4, §9.5)
+
+    def adopt(self, sessions: list[SessionCore], next_channel: int) -> None:
+        """Take over the sessions of a failed connection (same channel IDs; channel numbering continues)."""
+        for session in sessions:
+            self.sessions[session.channel_id] = session
+        self._next_channel = max(self._next_channel, next_channel)
+
+    @property
+    def next_channel(self) -> int:
+        return self._next_channel
+
+    def reattach(self, session: SessionCore) -> Call:
+        """REATTACH_SESSION on channel 1; answered by REATTACH_SESSION_RESP after the broker's replay."""
+        self._check_usable()
+        call = self._setup_calls.add(self.new_call("REATTACH_SESSION", (ReattachSessionResponseMessage,), None,
+                                                   blocking=True))
+        self.send_raw(SESSION_SETUP_CHANNEL, session.reattach_request())
+        return call
+
+    def recreate(self, session: SessionCore, name: str) -> Call:
+        """CREATESESSION (the v1 layout, as Artemis's client sends on recreate) with the same channel ID."""
+        self._check_usable()
+        options = session.options
+        packet = CreateSessionMessage(
+            name, session.channel_id, session.server_version, options.username, options.password,
+            self.settings.min_large_message_size, options.xa, options.auto_commit_sends, options.auto_commit_acks,
+            self.settings.confirmation_window_size, options.pre_acknowledge, options.default_address)
+        call = self._setup_calls.add(self.new_call("CREATESESSION (recreate)", (CreateSessionResponseMessage,),
+                                                   None, blocking=True))
+        self.send_raw(SESSION_SETUP_CHANNEL, packet)
+        return call
+
+    def write_frames(self, frames: list[bytes]) -> None:
+        """Replayed frames: already encoded and already in the resend cache."""
+        for frame in frames:
+            self._outbox += frame
 
     def session_closed(self, session: SessionCore) -> None:
         session.closed = True

@@ -10,8 +10,10 @@ __all__ = [
     "CallTimeout",
     "ClientError",
     "ConnectionFailed",
+    "FailoverInterrupted",
     "ObjectClosed",
     "ProtocolViolation",
+    "TransactionRolledBack",
     "XAError",
 ]
 
@@ -76,3 +78,24 @@ class ObjectClosed(ClientError):
 
 class ProtocolViolation(ClientError):
     """The broker sent something the protocol does not allow here (named in the message)."""
+
+
+class FailoverInterrupted(ClientError):
+    """A call that was waiting when the connection failed and the session had to be recreated (not
+    reattached): its outcome is unknown (Artemis's UNBLOCKED)."""
+
+    code = int(ExceptionType.UNBLOCKED)
+
+    def __init__(self, request: str) -> None:
+        self.request = request
+        super().__init__(f"{request}: interrupted by failover; the session was recreated, the outcome is unknown")
+
+
+class TransactionRolledBack(ClientError):
+    """Commit of a transaction that failover made rollback-only: it was rolled back instead."""
+
+    code = int(ExceptionType.TRANSACTION_ROLLED_BACK)
+
+    def __init__(self, session: str) -> None:
+        super().__init__(f"session {session!r}: the transaction was rolled back because the session was recreated "
+                         "after a failure; send and consume its work again")

@@ -35,6 +35,7 @@ from codec import (
     NullResponseMessage,
     Packet,
     PacketsConfirmedMessage,
+    ReattachSessionMessage,
     RemoveProducerMessage,
     RollbackMessage,
     RoutingType,
@@ -87,7 +88,14 @@ from codec import Frame as CodecFrame
 
 from .._window import ReceiveWindow, SendWindow
 from ._calls import Call, CallQueue
-from ._errors import BrokerRefused, ClientError, ObjectClosed, ProtocolViolation
+from ._errors import (
+    BrokerRefused,
+    ClientError,
+    FailoverInterrupted,
+    ObjectClosed,
+    ProtocolViolation,
+    TransactionRolledBack,
+)
 
 if TYPE_CHECKING:
     from ._connection import ClientConnectionCore
@@ -191,10 +199,12 @@ class ProducerCore:
 class ConsumerCore:
     """A consumer's buffer and credit accounting."""
 
-    def __init__(self, session: SessionCore, consumer_id: int, queue: str, window: int, browse_only: bool) -> None:
+    def __init__(self, session: SessionCore, consumer_id: int, queue: str, window: int, browse_only: bool,
+                 filter_string: str | None = None) -> None:
         self.session = session
         self.consumer_id = consumer_id
         self.queue = queue
+        self.filter_string = filter_string
         self.window = window
         self.browse_only = browse_only
         self.buffer: deque[Delivery] = deque()
@@ -254,6 +264,13 @@ class SessionCore:
         self.started = False
         self.closed = False
         self.server_version = settings.version
+        # Failover state (notes §9.4, §9.5).
+        self.attached = True
+        self.held: list[Packet] = []  # written while detached: sent once reattached or recreated
+        self._calls_at_detach = 0
+        self.work_done = False  # a transacted session has sent or acknowledged since its last commit/rollback
+        self.rollback_only = False
+        self.active_xid: Xid | None = None
         self._blocking_correlation = -1
         self._async_correlation = 0
         self._next_consumer = 0
@@ -269,6 +286,9 @@ class SessionCore:
             if self.connection.failure is not None:
                 raise self.connection.failure
             raise ObjectClosed(f"session {self.options.name!r} is closed; cannot send {packet.type_name()}")
+        if not self.attached:
+            self.held.append(packet)
+            return
         self.connection.send_session_packet(self, packet)
 
     def _call(self, packet: Packet, expect: tuple[type[Packet], ...], correlation: int | None = None) -> Call:
@@ -337,6 +357,65 @@ class SessionCore:
             consumer._changed()
         if self.on_credits is not None:
             self.on_credits()
+
+    # ------------------------------------------------------------------ failover
+
+    def detach(self, failover_deadline: float | None) -> None:
+        """The connection failed and a new one is being made: keep everything, hold new writes, and bound
+        the calls already waiting by the failover timeout instead of the dead connection's timers."""
+        self.attached = False
+        self._calls_at_detach = len(self.calls)
+        self.calls.extend_deadlines(failover_deadline)
+
+    def reattach_request(self) -> ReattachSessionMessage:
+        """REATTACH_SESSION: our name and the last broker command we processed."""
+        return ReattachSessionMessage(self.options.name, self.receive_window.last_confirmed)
+
+    def reattached(self, connection: ClientConnectionCore, broker_last_confirmed: int, call_deadline: float) -> int:
+        """The broker kept the session: resend what it has not seen, then what was held; returns how many
+        cached commands were replayed."""
+        self.connection = connection
+        replay = self.send_window.replay_after(broker_last_confirmed)
+        connection.write_frames(replay)
+        self._resume(call_deadline)
+        return len(replay)
+
+    def recreated(self, connection: ClientConnectionCore, server_version: int, call_deadline: float) -> None:
+        """The broker lost the session and a new one was created on the same channel (notes §9.5): fresh
+        windows, consumers and the started state rebuilt, waiting calls told their outcome is unknown,
+        a transaction with work in it marked rollback-only, an XA branch reported failed."""
+        self.connection = connection
+        self.server_version = server_version
+        self.send_window.reset()
+        self.receive_window.last_confirmed = -1
+        self.receive_window.received_bytes = 0
+        self.calls.fail_oldest(self._calls_at_detach, lambda call: FailoverInterrupted(call.request))
+        self.attached = True
+        if self.options.transacted and self.work_done:
+            self.rollback_only = True
+        for consumer in self.consumers.values():
+            consumer.clear()
+            self.write(SessionCreateConsumerMessage(consumer.consumer_id, consumer.queue, consumer.filter_string,
+                                                    consumer.browse_only, False))
+            credits = consumer.initial_credits()
+            if credits != 0:
+                self.write(SessionConsumerFlowCreditMessage(consumer.consumer_id, credits))
+        for producer in self.producers.values():
+            if self.server_version >= ARTEMIS_2_28_0_VERSION:
+                self.write(CreateProducerMessage(producer.producer_id, producer.address))
+        self.credits.clear()  # credits granted by the lost session are gone; they are asked for again on use
+        if self.active_xid is not None:
+            self.write(SessionXAAfterFailedMessage(self.active_xid))
+        if self.started:
+            self.write(SessionStart())
+        self._resume(call_deadline)
+
+    def _resume(self, call_deadline: float) -> None:
+        self.attached = True
+        self.calls.extend_deadlines(call_deadline)
+        held, self.held = self.held, []
+        for packet in held:
+            self.write(packet)
 
     # ------------------------------------------------------------------ addresses and queues
 
@@ -418,6 +497,7 @@ class SessionCore:
             self._async_correlation += 1
             correlation = self._async_correlation
         packet = SessionSendMessage(message, requires_response, correlation, producer.producer_id)
+        self.work_done = True
         if requires_response:
             call = self.calls.add(self.connection.new_call("SESS_SEND", _NULL, correlation, blocking=blocking))
         self.write(packet)
@@ -427,7 +507,8 @@ class SessionCore:
 
     def create_consumer(self, queue: str, *, filter_string: str | None = None,
                         browse_only: bool = False) -> tuple[ConsumerCore, Call]:
-        consumer = ConsumerCore(self, self._next_consumer, queue, self.settings.consumer_window_size, browse_only)
+        consumer = ConsumerCore(self, self._next_consumer, queue, self.settings.consumer_window_size, browse_only,
+                                filter_string)
         self._next_consumer += 1
         self.consumers[consumer.consumer_id] = consumer
         call = self._call(SessionCreateConsumerMessage(consumer.consumer_id, queue, filter_string, browse_only, True),
@@ -449,6 +530,7 @@ class SessionCore:
     def acknowledge(self, delivery: Delivery, *, individually: bool = False) -> Call | None:
         """Acknowledge ``delivery`` (cumulatively up to it, or just it); a call only with block_on_acknowledge."""
         blocking = self.settings.block_on_acknowledge
+        self.work_done = True
         packet: Packet
         if individually:
             packet = SessionIndividualAcknowledgeMessage(delivery.consumer_id, delivery.message_id, blocking)
@@ -470,30 +552,44 @@ class SessionCore:
     # ------------------------------------------------------------------ local transactions
 
     def commit(self) -> Call:
+        """SESS_COMMIT; on a rollback-only session (recreated after failover) a rollback instead, and the call
+        fails with TransactionRolledBack once the broker has rolled back."""
+        if self.rollback_only:
+            rollback = self.rollback()
+            failed = Call("SESS_COMMIT", _NULL, None, None)
+            rollback.add_done_callback(lambda done: failed.fail(done.error or TransactionRolledBack(self.options.name)))
+            return failed
         correlation = self._blocking_id() if self.server_version >= _COMMIT_CORRELATED_VERSION else None
+        self.work_done = False
         return self._call(SessionCommitMessage(correlation), _NULL, correlation)
 
     def rollback(self, *, consider_last_message_as_delivered: bool = False) -> Call:
         """Roll back; buffered deliveries are dropped first, the broker redelivers them."""
         for consumer in self.consumers.values():
             consumer.clear()
+        self.work_done = self.rollback_only = False
         return self._call(RollbackMessage(consider_last_message_as_delivered), _NULL)
 
     # ------------------------------------------------------------------ XA (notes §13)
 
     def xa_start(self, xid: Xid) -> Call:
+        self.active_xid = xid
         return self._call(SessionXAStartMessage(xid), _XA)
 
     def xa_join(self, xid: Xid) -> Call:
+        self.active_xid = xid
         return self._call(SessionXAJoinMessage(xid), _XA)
 
     def xa_resume(self, xid: Xid) -> Call:
+        self.active_xid = xid
         return self._call(SessionXAResumeMessage(xid), _XA)
 
     def xa_end(self, xid: Xid, *, failed: bool = False) -> Call:
+        self.active_xid = None
         return self._call(SessionXAEndMessage(xid, failed), _XA)
 
     def xa_suspend(self) -> Call:
+        self.active_xid = None
         return self._call(SessionXASuspend(), _XA)
 
     def xa_prepare(self, xid: Xid) -> Call:

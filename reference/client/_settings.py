@@ -34,13 +34,27 @@ class ClientSettings:
     min_large_message_size: int = 100 * 1024
     #: Wait this long for the topology message with ``last=true`` after subscribing (notes §7.1 step 5).
     topology_timeout_ms: int = 30_000
+    # Reconnection (notes §11.1): the first wait, its growth factor and cap, and how many attempts.
+    retry_interval_ms: int = 2_000
+    retry_interval_multiplier: float = 1.0
+    max_retry_interval_ms: int = 2_000
+    #: 0 = never reconnect, -1 = forever, N = N attempts.
+    reconnect_attempts: int = 0
+    #: 0 behaves like 1, -1 = forever.
+    initial_connect_attempts: int = 1
+    #: How long a call waits while the connection is being re-established (-1 = forever).
+    call_failover_timeout_ms: int = 30_000
 
     def __post_init__(self) -> None:
-        for name in ("call_timeout_ms", "topology_timeout_ms"):
+        for name in ("call_timeout_ms", "topology_timeout_ms", "retry_interval_ms", "max_retry_interval_ms"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"ClientSettings.{name} must be > 0, got {getattr(self, name)}")
+        if self.retry_interval_multiplier <= 0:
+            raise ValueError(
+                f"ClientSettings.retry_interval_multiplier must be > 0, got {self.retry_interval_multiplier}")
         for name in ("connection_ttl_ms", "client_failure_check_period_ms", "confirmation_window_size",
-                     "producer_window_size", "consumer_window_size"):
+                     "producer_window_size", "consumer_window_size", "reconnect_attempts",
+                     "initial_connect_attempts", "call_failover_timeout_ms"):
             if getattr(self, name) < -1:
                 raise ValueError(f"ClientSettings.{name} must be >= -1, got {getattr(self, name)}")
 
@@ -53,7 +67,7 @@ class ClientSettings:
             if field_ is None:
                 raise ValueError(f"unknown client parameter {key!r} (known: {', '.join(sorted(known))})")
             try:
-                changes[field_.name] = _parse_bool(text) if field_.type == "bool" else int(text)
+                changes[field_.name] = _PARSERS[str(field_.type)](text)
             except ValueError:
                 raise ValueError(f"client parameter {key}={text!r} is not a valid {field_.type}") from None
         return replace(self, **changes)
@@ -72,3 +86,6 @@ def _parse_bool(text: str) -> bool:
     if lowered in ("true", "false"):
         return lowered == "true"
     raise ValueError(text)
+
+
+_PARSERS: dict[str, Any] = {"bool": _parse_bool, "int": int, "float": float}
