@@ -1,0 +1,106 @@
+"""Targets: the brokers a conformance run is pointed at.
+
+* ``url`` — a broker the kit does not control (:class:`UrlTarget`): black-box cases only.
+* ``reference`` — the kit's reference broker, one process per node (:class:`ReferenceTarget`).
+* ``artemis`` — Apache Artemis of a pinned version, one instance per node (:class:`ArtemisTarget`).
+
+The managed ones are configured from a :class:`Topology` rendered to one broker.xml per node
+by the template in ``fixtures/brokers/`` (the same file for either broker), and can start, stop,
+kill and restart their nodes.  A case needing that calls ``target.require(KILL)``; a target that
+lacks it raises :class:`UnsupportedByTarget`, which the suite reports as UNSUPPORTED::
+
+    from conformance.targets import Topology, make_target
+
+    with make_target("reference", workdir=tmp_path, topology=Topology()) as target:
+        node = target.nodes[0]
+        ...  # connect to node.url
+        node.kill()
+        node.start()  # same port, same data
+"""
+
+from __future__ import annotations
+
+from ._artemis import ARTEMIS_START_DEADLINE_S, ArtemisNode, ArtemisTarget, pinned_artemis_versions
+from ._base import (
+    ALL_CAPABILITIES,
+    CONFIG,
+    CONTROL,
+    KILL,
+    RESTART,
+    STOP_DEADLINE_S,
+    ManagedNode,
+    ManagedTarget,
+    Node,
+    Target,
+)
+from ._config import TEMPLATE_DIR, EtcFiles, render_broker_xml, render_etc, write_etc
+from ._errors import NodeStartError, NodeStopError, TargetError, UnsupportedByTarget
+from ._factory import TARGET_KINDS, make_target
+from ._process import free_ports
+from ._reference import REFERENCE_START_DEADLINE_S, ReferenceNode, ReferenceTarget, kit_version
+from ._topology import (
+    PERMISSIONS,
+    AddressSetting,
+    AddressSpec,
+    ClusterSpec,
+    NodeSpec,
+    QueueSpec,
+    SecurityRule,
+    SecuritySpec,
+    Topology,
+    User,
+)
+from ._url import UNKNOWN_VERSION, UrlNode, UrlTarget, check_url
+
+__all__ = [
+    # targets
+    "make_target",
+    "TARGET_KINDS",
+    "Target",
+    "Node",
+    "ManagedTarget",
+    "ManagedNode",
+    "ReferenceTarget",
+    "ReferenceNode",
+    "ArtemisTarget",
+    "ArtemisNode",
+    "UrlTarget",
+    "UrlNode",
+    "check_url",
+    "kit_version",
+    "pinned_artemis_versions",
+    "free_ports",
+    # capabilities
+    "CONTROL",
+    "RESTART",
+    "KILL",
+    "CONFIG",
+    "ALL_CAPABILITIES",
+    # errors
+    "TargetError",
+    "UnsupportedByTarget",
+    "NodeStartError",
+    "NodeStopError",
+    # topology
+    "Topology",
+    "NodeSpec",
+    "SecuritySpec",
+    "User",
+    "SecurityRule",
+    "PERMISSIONS",
+    "AddressSpec",
+    "QueueSpec",
+    "AddressSetting",
+    "ClusterSpec",
+    # configuration files
+    "TEMPLATE_DIR",
+    "EtcFiles",
+    "render_broker_xml",
+    "render_etc",
+    "write_etc",
+    # deadlines and defaults
+    "REFERENCE_START_DEADLINE_S",
+    "ARTEMIS_START_DEADLINE_S",
+    "STOP_DEADLINE_S",
+    "UNKNOWN_VERSION",
+]

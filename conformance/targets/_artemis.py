@@ -1,0 +1,161 @@
+"""Apache Artemis as a target: per node, an instance made once by the pinned distribution's
+``artemis create``, its configuration replaced by the topology's, run with ``artemis run``.
+
+The instance keeps what ``artemis create`` writes for the JVM (``bin/``, ``artemis.profile``,
+``bootstrap.xml``, logging); broker.xml, login.config and the users and roles files are the
+rendered ones, byte for byte what a reference node of the same topology reads.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import threading
+from pathlib import Path
+
+from conformance.artemis.distribution import ArtemisError, Distribution, ensure_distribution, load_versions
+
+from ._base import STOP_DEADLINE_S, ManagedNode, ManagedTarget
+from ._config import write_etc
+from ._errors import NodeStartError, TargetError
+from ._topology import NodeSpec, Topology
+
+__all__ = ["ARTEMIS_START_DEADLINE_S", "ArtemisNode", "ArtemisTarget", "pinned_artemis_versions"]
+
+ARTEMIS_START_DEADLINE_S = 90.0
+CREATE_DEADLINE_S = 180.0
+# small heaps so a three-node cluster fits beside the test run; replaces artemis.profile's defaults
+DEFAULT_JAVA_ARGS = "-Xms64m -Xmx512m"
+_CREATE_FLAGS = (
+    "--silent", "--no-web", "--nio", "--no-autotune", "--no-amqp-acceptor", "--no-mqtt-acceptor",
+    "--no-stomp-acceptor", "--no-hornetq-acceptor",
+)  # fmt: skip
+
+
+def pinned_artemis_versions() -> tuple[str, tuple[str, ...]]:
+    """``(default, all pinned versions)`` from fixtures/artemis/versions.json."""
+    default, versions = load_versions()
+    return default, tuple(sorted(versions))
+
+
+def _protocol_version(version: str) -> int:
+    return load_versions()[1][version].protocol_version
+
+
+class _DistributionOnce:
+    """The distribution, fetched at most once per target even when nodes start in parallel."""
+
+    def __init__(self, version: str) -> None:
+        self.version = version
+        self._lock = threading.Lock()
+        self._dist: Distribution | None = None
+
+    def get(self) -> Distribution:
+        with self._lock:
+            if self._dist is None:
+                self._dist = ensure_distribution(self.version)
+            return self._dist
+
+
+class ArtemisNode(ManagedNode):
+    # AMQ221007 "Server is now active" (2.44.0) / "Server is now live" (2.28.0): the same message id
+    ready = re.compile(r"AMQ221007")
+    # the JVM's shutdown hook stops the server on SIGTERM; the JVM then reports the signal (128 + 15)
+    clean_exit_codes = frozenset({0, 143})
+
+    def __init__(self, spec: NodeSpec, topology: Topology, node_dir: Path, *, distribution: _DistributionOnce,
+                 start_deadline_s: float, stop_deadline_s: float, java_args: str) -> None:
+        super().__init__(spec, topology, node_dir, start_deadline_s=start_deadline_s, stop_deadline_s=stop_deadline_s)
+        self.instance = node_dir / "instance"
+        self.java_args = java_args
+        self._distribution = distribution
+
+    def _prepare(self) -> None:
+        try:
+            home = self._distribution.get().home
+        except ArtemisError as exc:
+            what = f"Artemis {self._distribution.version} is not available: {exc}"
+            raise NodeStartError(self.name, what, "") from exc
+        if not (self.instance / "bin" / "artemis").exists():
+            self._create(home)
+        write_etc(self.topology, self.name, self.instance / "etc")
+
+    def _create(self, home: Path) -> None:
+        security = self.topology.security
+        first = security.users[0] if security.users else None
+        # the user and login flags only shape files that write_etc replaces; they are given so the
+        # instance is coherent on its own too
+        login = "--require-login" if security.enabled and security.guest_role is None else "--allow-anonymous"
+        assert self.spec.data_dir is not None
+        argv = [
+            str(home / "bin" / "artemis"), "create", str(self.instance), *_CREATE_FLAGS, login,
+            "--user", first.name if first else "admin", "--password", first.password if first else "admin",
+            "--name", self.name, "--host", self.spec.host, "--default-port", str(self.spec.port),
+            "--data", str(self.spec.data_dir),
+        ]  # fmt: skip
+        try:
+            created = subprocess.run(argv, capture_output=True, text=True, timeout=CREATE_DEADLINE_S, check=False,
+                                     env=dict(os.environ, JAVA_ARGS=self.java_args), stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as exc:
+            raise NodeStartError(self.name, f"artemis create did not finish within {CREATE_DEADLINE_S:.0f}s",
+                                 _text(exc.stdout) + _text(exc.stderr)) from None
+        output = created.stdout + created.stderr
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_file.open("a", encoding="utf-8") as log:
+            log.write(f"--- artemis create (exit {created.returncode})\n{output}")
+        if created.returncode != 0:
+            raise NodeStartError(self.name, f"artemis create exited with {created.returncode}", output)
+
+    def _argv(self) -> list[str]:
+        return [str(self.instance / "bin" / "artemis"), "run"]
+
+    def _env(self) -> dict[str, str]:
+        return dict(os.environ, JAVA_ARGS=self.java_args)
+
+    def _check_ready(self, match: re.Match[str], startup: str) -> None:
+        # AMQ221020 "Started <transport> Acceptor at host:port for protocols [CORE]" precedes the
+        # ready line; without it the port was taken and no one can connect
+        if not re.search(rf"AMQ221020.*:{self.spec.port}\b", startup):
+            raise TargetError(f"Artemis became active without an acceptor on port {self.spec.port}")
+
+
+class ArtemisTarget(ManagedTarget):
+    """Every node of the topology as an Artemis instance of a pinned version under ``workdir/<node>``."""
+
+    name = "artemis"
+
+    def __init__(
+        self,
+        topology: Topology | None = None,
+        workdir: Path | str = ".",
+        *,
+        version: str | None = None,
+        start_deadline_s: float = ARTEMIS_START_DEADLINE_S,
+        stop_deadline_s: float = STOP_DEADLINE_S,
+        java_args: str = DEFAULT_JAVA_ARGS,
+    ) -> None:
+        default, pinned = pinned_artemis_versions()
+        chosen = version or default
+        if chosen not in pinned:
+            raise ValueError(f"Artemis {chosen} is not pinned (fixtures/artemis/versions.json has {', '.join(pinned)})")
+        self._distribution = _DistributionOnce(chosen)
+        self._start_deadline_s = start_deadline_s
+        self._stop_deadline_s = stop_deadline_s
+        self._java_args = java_args
+        super().__init__(chosen, _protocol_version(chosen), topology or Topology(), Path(workdir))
+
+    def _make_node(self, spec: NodeSpec, node_dir: Path) -> ArtemisNode:
+        return ArtemisNode(spec, self.topology, node_dir, distribution=self._distribution,
+                           start_deadline_s=self._start_deadline_s, stop_deadline_s=self._stop_deadline_s,
+                           java_args=self._java_args)
+
+    def distribution(self) -> Distribution:
+        """The pinned release (fetched with mvn on first use)."""
+        return self._distribution.get()
+
+
+def _text(data: str | bytes | None) -> str:
+    if data is None:
+        return ""
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else data

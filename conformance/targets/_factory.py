@@ -1,0 +1,58 @@
+"""``make_target``: one entry point for the plugin's ``--target`` / ``--target-version`` /
+``--target-url`` options, refusing combinations that make no sense with a message that says why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._artemis import ArtemisTarget, pinned_artemis_versions
+from ._base import Target
+from ._reference import ReferenceTarget, kit_version
+from ._topology import Topology
+from ._url import UrlTarget
+
+__all__ = ["TARGET_KINDS", "make_target"]
+
+TARGET_KINDS = ("url", "reference", "artemis")
+
+
+def make_target(
+    kind: str,
+    *,
+    version: str | None = None,
+    url: str | None = None,
+    workdir: Path | None = None,
+    topology: Topology | None = None,
+) -> Target:
+    """A target, not started yet (use it as a context manager, or ``start()`` and ``close()``).
+
+    * ``url``: needs ``url``; ``version`` is whatever the user says it is (default "unknown");
+      a topology or workdir is refused: the kit does not configure that broker.
+    * ``reference``: needs ``workdir``; ``version`` may only be the kit's own.
+    * ``artemis``: needs ``workdir``; ``version`` is a pinned one (default: the pins' default).
+    """
+    if kind not in TARGET_KINDS:
+        raise ValueError(f"unknown target kind {kind!r}: use one of {', '.join(TARGET_KINDS)}")
+    if kind == "url":
+        if not url:
+            raise ValueError("target 'url' needs the broker's URL (tcp://host:port)")
+        if topology is not None:
+            raise ValueError("target 'url' takes no topology: the kit does not configure a broker it does not run "
+                             "(use 'reference' or 'artemis' for cases that need one)")
+        if workdir is not None:
+            raise ValueError("target 'url' takes no workdir: the kit runs no broker for it")
+        return UrlTarget(url, version=version)
+    if url is not None:
+        raise ValueError(f"target {kind!r} runs its own brokers and picks their ports; a URL is only for target 'url'")
+    if workdir is None:
+        raise ValueError(f"target {kind!r} needs a workdir for its brokers' configuration, data and logs")
+    if kind == "reference":
+        mine = kit_version()
+        if version is not None and version != mine:
+            raise ValueError(f"the reference broker is this kit's own, version {mine}; it has no version {version!r}")
+        return ReferenceTarget(topology, workdir)
+    default, pinned = pinned_artemis_versions()
+    if version is not None and version not in pinned:
+        raise ValueError(f"Artemis {version} is not pinned: use one of {', '.join(pinned)} "
+                         f"(default {default}; pins live in fixtures/artemis/versions.json)")
+    return ArtemisTarget(topology, workdir, version=version)

@@ -1,0 +1,181 @@
+"""A broker as an operating-system process: start it, watch its log for the ready line, signal it.
+
+Each broker runs in its own session (process group) so a kill reaches the JVM and anything it
+spawned, and every process still running when the interpreter exits is killed (atexit), so an
+aborted test run leaves no broker holding a port.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+__all__ = ["BrokerProcess", "ExitedEarly", "NotReady", "free_ports"]
+
+LOG_LINES_KEPT = 5000
+
+_running: set[BrokerProcess] = set()
+_running_lock = threading.Lock()
+
+
+def free_ports(count: int, *, kind: int = socket.SOCK_STREAM, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct ports the kernel says are free, probed by binding to port 0.
+
+    All probes stay bound until every port is picked, so two nodes never get the same one; the
+    port can still be taken by someone else before the broker binds it (the usual race)."""
+    probes: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            probe = socket.socket(socket.AF_INET, kind)
+            probes.append(probe)
+            probe.bind((host, 0))
+        return [int(p.getsockname()[1]) for p in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
+class NotReady(Exception):
+    """The ready line did not appear within the deadline."""
+
+
+class ExitedEarly(Exception):
+    def __init__(self, returncode: int) -> None:
+        self.returncode = returncode
+        super().__init__(f"exited with code {returncode} before it was ready")
+
+
+class BrokerProcess:
+    """One run of a broker: its Popen, a thread copying its output to a log file and a bounded
+    in-memory tail, and an event set when a line matches ``ready``."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        ready: re.Pattern[str],
+        log_file: Path,
+        tail: collections.deque[str],
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.argv = tuple(argv)
+        self._ready_pattern = ready
+        self._tail = tail
+        self.ready_match: re.Match[str] | None = None
+        self.startup: list[str] = []  # this run's lines up to the ready line
+        self._ready = threading.Event()
+        self._ended = threading.Event()
+        self._finished = False
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        self._log: IO[str] = log_file.open("a", encoding="utf-8")
+        self._note(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} start: {' '.join(self.argv)}\n")
+        try:
+            self.popen = subprocess.Popen(
+                list(self.argv), cwd=cwd, env=None if env is None else dict(env),
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                text=True, encoding="utf-8", errors="replace", bufsize=1,
+                start_new_session=True,  # own process group: killpg reaches the JVM behind a launcher script
+            )  # fmt: skip
+        except OSError:
+            self._log.close()
+            raise
+        with _running_lock:
+            _running.add(self)
+        self._pump = threading.Thread(target=self._copy_output, name=f"log {self.argv[0]}", daemon=True)
+        self._pump.start()
+
+    def _note(self, line: str) -> None:
+        self._tail.append(line)
+        with contextlib.suppress(ValueError):  # closed after the process ended
+            self._log.write(line)
+            self._log.flush()
+
+    def _copy_output(self) -> None:
+        stream = self.popen.stdout
+        assert stream is not None
+        try:
+            for line in stream:
+                self._note(line)
+                if self.ready_match is None:
+                    self.startup.append(line)
+                    match = self._ready_pattern.search(line)
+                    if match:
+                        self.ready_match = match
+                        self._ready.set()
+        finally:
+            self._ended.set()
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
+    def wait_ready(self, deadline_s: float) -> re.Match[str]:
+        """Block until the ready line, raising ExitedEarly or NotReady (the process is left as is)."""
+        end = time.monotonic() + deadline_s
+        while True:
+            if self._ready.wait(timeout=0.05):
+                assert self.ready_match is not None
+                return self.ready_match
+            code = self.popen.poll()
+            if code is not None and self._ended.wait(timeout=1.0):
+                raise ExitedEarly(code)
+            if time.monotonic() >= end:
+                raise NotReady(f"no line matching {self._ready_pattern.pattern!r} within {deadline_s:.0f}s")
+
+    def signal_group(self, sig: signal.Signals) -> None:
+        if self.popen.poll() is not None:
+            return  # reaped: its pid (and group id) may already belong to someone else
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, sig)
+
+    def wait(self, deadline_s: float) -> int | None:
+        """The exit code, or None if still running after ``deadline_s``."""
+        try:
+            code = self.popen.wait(timeout=deadline_s)
+        except subprocess.TimeoutExpired:
+            return None
+        self._finish()
+        return code
+
+    def kill(self, deadline_s: float) -> int | None:
+        self.signal_group(signal.SIGKILL)
+        return self.wait(deadline_s)
+
+    def _finish(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        # let the pump drain what the process wrote last (its stdout is closed once it exits, unless
+        # a grandchild still holds it; the deadline keeps that case from hanging us)
+        self._pump.join(timeout=5.0)
+        with _running_lock:
+            _running.discard(self)
+        self._note(f"--- exited with code {self.popen.returncode}\n")
+        self._log.close()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    with _running_lock:
+        leftovers = list(_running)
+    for process in leftovers:
+        process.signal_group(signal.SIGKILL)
+    for process in leftovers:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.popen.wait(timeout=5.0)

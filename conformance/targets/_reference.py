@@ -1,0 +1,85 @@
+"""The kit's reference broker as a target: ``python -m reference broker`` per node, configured by
+the same broker.xml (and security files) Artemis would get."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import sys
+from pathlib import Path
+
+import reference
+from codec import CURRENT_VERSION
+
+from ._base import STOP_DEADLINE_S, ManagedNode, ManagedTarget
+from ._config import write_etc
+from ._errors import TargetError
+from ._topology import NodeSpec, Topology
+
+__all__ = ["REFERENCE_START_DEADLINE_S", "ReferenceNode", "ReferenceTarget", "kit_version"]
+
+REFERENCE_START_DEADLINE_S = 30.0
+_PACKAGE = "core-conformance-kit"
+_SOURCE_ROOT = Path(reference.__file__).resolve().parents[1]
+
+
+def kit_version() -> str:
+    """The reference broker's version: the kit's own package version."""
+    try:
+        return importlib.metadata.version(_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
+class ReferenceNode(ManagedNode):
+    # printed once the acceptor is bound (reference/__main__.py)
+    ready = re.compile(r"reference broker listening on (\S+):(\d+)")
+
+    def __init__(self, spec: NodeSpec, topology: Topology, node_dir: Path, *, start_deadline_s: float,
+                 stop_deadline_s: float, log_level: str) -> None:
+        super().__init__(spec, topology, node_dir, start_deadline_s=start_deadline_s, stop_deadline_s=stop_deadline_s)
+        self.etc = node_dir / "etc"
+        self.log_level = log_level
+
+    def _prepare(self) -> None:
+        write_etc(self.topology, self.name, self.etc)
+
+    def _argv(self) -> list[str]:
+        assert self.spec.data_dir is not None
+        return [sys.executable, "-m", "reference", "broker", "--config", str(self.etc / "broker.xml"),
+                "--data", str(self.spec.data_dir), "--log-level", self.log_level]
+
+    def _env(self) -> dict[str, str]:
+        # the broker runs from node_dir: put the directory holding the reference package first on
+        # its path, so a source checkout that was never installed works as well as an install
+        path = [str(_SOURCE_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        return dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(path))
+
+    def _check_ready(self, match: re.Match[str], startup: str) -> None:
+        if int(match.group(2)) != self.spec.port:
+            raise TargetError(f"node {self.name!r} listens on port {match.group(2)}, not {self.spec.port}")
+
+
+class ReferenceTarget(ManagedTarget):
+    """Every node of the topology as a reference broker process under ``workdir/<node>``."""
+
+    name = "reference"
+
+    def __init__(
+        self,
+        topology: Topology | None = None,
+        workdir: Path | str = ".",
+        *,
+        start_deadline_s: float = REFERENCE_START_DEADLINE_S,
+        stop_deadline_s: float = STOP_DEADLINE_S,
+        log_level: str = "info",
+    ) -> None:
+        self._start_deadline_s = start_deadline_s
+        self._stop_deadline_s = stop_deadline_s
+        self._log_level = log_level
+        super().__init__(kit_version(), CURRENT_VERSION, topology or Topology(), Path(workdir))
+
+    def _make_node(self, spec: NodeSpec, node_dir: Path) -> ReferenceNode:
+        return ReferenceNode(spec, self.topology, node_dir, start_deadline_s=self._start_deadline_s,
+                             stop_deadline_s=self._stop_deadline_s, log_level=self._log_level)

@@ -1,0 +1,324 @@
+"""The topology descriptor: which brokers a managed target runs and how each is configured.
+
+Everything is a frozen dataclass so a topology can be shared between cases, compared and put in
+evidence.  A topology is written once and rendered for either broker (see ``_config``); ports left
+at 0 and data directories left unset are filled in by :meth:`Topology.resolve` when a target is
+made, because every node of a cluster must know the others' ports before any of them starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+__all__ = [
+    "PERMISSIONS",
+    "AddressSetting",
+    "AddressSpec",
+    "ClusterSpec",
+    "NodeSpec",
+    "QueueSpec",
+    "SecurityRule",
+    "SecuritySpec",
+    "Topology",
+    "User",
+]
+
+RoutingName = Literal["anycast", "multicast"]
+
+#: the ``<permission type>`` names of Artemis's security settings (what a default rule grants)
+PERMISSIONS: tuple[str, ...] = (
+    "createNonDurableQueue", "deleteNonDurableQueue", "createDurableQueue", "deleteDurableQueue",
+    "createAddress", "deleteAddress", "consume", "browse", "send", "manage",
+)  # fmt: skip
+
+# node names become directory names and <name>; XML element names of ``extra`` go into the template
+_NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_XML_NAME = re.compile(r"[A-Za-z][A-Za-z0-9.-]*")
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+def _plain(value: str, what: str) -> None:
+    # users and roles go into Java properties files where ',' separates roles and a newline ends an entry
+    _check(bool(value) and not any(c in value for c in ",\n\r"), f"{what} {value!r}: empty, or holds ',' or a newline")
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class User:
+    """A user both brokers know (``artemis-users.properties`` / ``artemis-roles.properties``)."""
+
+    name: str
+    password: str
+    roles: tuple[str, ...] = ("amq",)
+
+    def __post_init__(self) -> None:
+        _plain(self.name, "user name")
+        _check("\n" not in self.password and "\r" not in self.password, "a password cannot hold a newline")
+        for role in self.roles:
+            _plain(role, "role")
+
+
+@dataclass(frozen=True)
+class SecurityRule:
+    """One ``<permission type=... roles=...>`` of the ``<security-setting match=...>``."""
+
+    match: str
+    permission: str
+    roles: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        _check(self.permission in PERMISSIONS,
+               f"unknown permission {self.permission!r} (one of {', '.join(PERMISSIONS)})")
+        _check(bool(self.roles), f"security rule {self.match}/{self.permission} grants to no role")
+
+
+@dataclass(frozen=True)
+class SecuritySpec:
+    """Who may log in.  ``enabled=False`` (the default) lets everyone do everything, as
+    ``<security-enabled>false</security-enabled>`` does on Artemis.  ``guest_role`` lets a
+    connection without credentials in as user ``guest`` with that role (Artemis's
+    GuestLoginModule, what ``artemis create --allow-anonymous`` sets up).  ``rules=None`` grants
+    every permission on ``#`` to every role that appears in ``users`` or ``guest_role``."""
+
+    enabled: bool = False
+    users: tuple[User, ...] = ()
+    guest_role: str | None = None
+    rules: tuple[SecurityRule, ...] | None = None
+
+    def __post_init__(self) -> None:
+        names = [u.name for u in self.users]
+        _check(len(names) == len(set(names)), f"duplicate user in {names}")
+        if self.guest_role is not None:
+            _plain(self.guest_role, "guest role")
+        if self.enabled:
+            _check(bool(self.users) or self.guest_role is not None,
+                   "security is enabled but there are no users and no guest role: nobody could log in")
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """Every role named by a user or the guest role, in first-seen order."""
+        seen = [r for u in self.users for r in u.roles] + ([self.guest_role] if self.guest_role else [])
+        return tuple(dict.fromkeys(seen))
+
+    def effective_rules(self) -> tuple[SecurityRule, ...]:
+        if self.rules is not None:
+            return self.rules
+        roles = self.roles
+        return tuple(SecurityRule("#", p, roles) for p in PERMISSIONS) if roles else ()
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    name: str
+    routing: RoutingName = "anycast"
+    durable: bool = True
+    filter: str | None = None
+    max_consumers: int | None = None
+    purge_on_no_consumers: bool = False
+
+
+@dataclass(frozen=True)
+class AddressSpec:
+    """An ``<address>`` with its routing types and declared queues."""
+
+    name: str
+    routing_types: tuple[RoutingName, ...] = ("anycast",)
+    queues: tuple[QueueSpec, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check(bool(self.routing_types), f"address {self.name!r} needs at least one routing type")
+        for queue in self.queues:
+            _check(queue.routing in self.routing_types,
+                   f"queue {queue.name!r} is {queue.routing}; address {self.name!r} is {'/'.join(self.routing_types)}")
+
+    @classmethod
+    def anycast(cls, name: str, *queues: str) -> AddressSpec:
+        """An anycast address with durable queues (by default one queue named like the address)."""
+        return cls(name, ("anycast",), tuple(QueueSpec(q) for q in (queues or (name,))))
+
+
+@dataclass(frozen=True)
+class AddressSetting:
+    """An ``<address-setting match=...>``: ``(element, text)`` pairs in document order."""
+
+    match: str
+    values: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        for element, _ in self.values:
+            _check(bool(_XML_NAME.fullmatch(element)), f"address-setting element {element!r} is not an XML name")
+
+    @classmethod
+    def of(cls, match: str, **values: object) -> AddressSetting:
+        """``AddressSetting.of("#", max_delivery_attempts=3, auto_create_queues=True)``."""
+        return cls(match, tuple((k.replace("_", "-"), _text(v)) for k, v in values.items()))
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A symmetric cluster of every node: one ``<cluster-connection>`` per node reaching the
+    others through static connectors or through UDP discovery (broadcast + discovery groups).
+    A ``group_port`` of 0 is replaced by a free UDP port when the topology is resolved."""
+
+    name: str = "cluster"
+    discovery: Literal["static", "udp"] = "static"
+    message_load_balancing: Literal["OFF", "STRICT", "ON_DEMAND", "OFF_WITH_REDISTRIBUTION"] = "ON_DEMAND"
+    max_hops: int = 1
+    retry_interval_ms: int = 500
+    reconnect_attempts: int = -1
+    user: str = "cluster-admin"
+    password: str = "cluster-secret"  # noqa: S105 - a test broker's cluster password, not a secret
+    group_address: str = "231.7.7.7"
+    group_port: int = 0
+    broadcast_period_ms: int = 1000
+    refresh_timeout_ms: int = 10000
+
+    def __post_init__(self) -> None:
+        _check(self.max_hops >= 0, "max_hops must be >= 0")
+        _check(self.retry_interval_ms > 0 and self.broadcast_period_ms > 0 and self.refresh_timeout_ms > 0,
+               "cluster intervals must be > 0")
+        _check(0 <= self.group_port <= 65535, f"group_port {self.group_port} is not a port")
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One broker.  ``port=0`` and ``data_dir=None`` are chosen when the target is made.
+
+    ``extra`` adds plain ``<core>`` elements (name, text) the descriptor does not model; the
+    reference broker reports those it does not implement, so keep them to what a case needs.
+    """
+
+    name: str = "node0"
+    host: str = "127.0.0.1"
+    port: int = 0
+    data_dir: Path | None = None
+    persistence: bool = True
+    connection_ttl_override_ms: int = -1
+    connection_ttl_check_interval_ms: int = 2000
+    transaction_timeout_ms: int = 300000
+    id_cache_size: int = 20000
+    extra: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        _check(bool(_NODE_NAME.fullmatch(self.name)), f"node name {self.name!r} must match {_NODE_NAME.pattern}")
+        _check(0 <= self.port <= 65535, f"node {self.name!r}: port {self.port} is not a port")
+        _check(self.connection_ttl_override_ms == -1 or self.connection_ttl_override_ms > 0,
+               f"node {self.name!r}: connection_ttl_override_ms must be -1 or > 0")
+        _check(self.connection_ttl_check_interval_ms > 0, f"node {self.name!r}: ttl check interval must be > 0")
+        _check(self.transaction_timeout_ms > 0, f"node {self.name!r}: transaction timeout must be > 0")
+        _check(self.id_cache_size >= 0, f"node {self.name!r}: id_cache_size must be >= 0")
+        for element, _ in self.extra:
+            _check(bool(_XML_NAME.fullmatch(element)), f"node {self.name!r}: {element!r} is not an XML name")
+
+    @property
+    def resolved(self) -> bool:
+        return self.port != 0 and self.data_dir is not None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"tcp://{host}:{self.port}"
+
+
+def _default_addresses() -> tuple[AddressSpec, ...]:
+    # the two queues ``artemis create`` declares, so dead-lettered and expired messages stay observable
+    return (AddressSpec.anycast("DLQ"), AddressSpec.anycast("ExpiryQueue"))
+
+
+def _default_settings() -> tuple[AddressSetting, ...]:
+    # auto-delete off: Artemis deletes an emptied auto-created queue by default, the reference broker
+    # would have to match that timing; cases that need it turn it on explicitly
+    return (AddressSetting.of(
+        "#", dead_letter_address="DLQ", expiry_address="ExpiryQueue", auto_create_queues=True,
+        auto_create_addresses=True, auto_delete_queues=False, auto_delete_addresses=False,
+    ),)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Topology:
+    """The brokers of a managed target and what they share (security, addresses, settings, cluster)."""
+
+    nodes: tuple[NodeSpec, ...] = (NodeSpec(),)
+    security: SecuritySpec = field(default_factory=SecuritySpec)
+    addresses: tuple[AddressSpec, ...] = field(default_factory=_default_addresses)
+    address_settings: tuple[AddressSetting, ...] = field(default_factory=_default_settings)
+    cluster: ClusterSpec | None = None
+
+    def __post_init__(self) -> None:
+        _check(bool(self.nodes), "a topology needs at least one node")
+        names = [n.name for n in self.nodes]
+        _check(len(names) == len(set(names)), f"duplicate node names in {names}")
+        ports = [n.port for n in self.nodes if n.port]
+        _check(len(ports) == len(set(ports)), f"two nodes share a port in {ports}")
+        addresses = [a.name for a in self.addresses]
+        _check(len(addresses) == len(set(addresses)), f"duplicate addresses in {addresses}")
+
+    @classmethod
+    def single(
+        cls,
+        node: NodeSpec | None = None,
+        *,
+        security: SecuritySpec | None = None,
+        addresses: tuple[AddressSpec, ...] | None = None,
+        address_settings: tuple[AddressSetting, ...] | None = None,
+    ) -> Topology:
+        """One node; anything not given keeps the defaults."""
+        return cls(
+            (node or NodeSpec(),),
+            security=security or SecuritySpec(),
+            addresses=_default_addresses() if addresses is None else addresses,
+            address_settings=_default_settings() if address_settings is None else address_settings,
+        )
+
+    @classmethod
+    def cluster_of(cls, count: int, cluster: ClusterSpec | None = None, *, like: NodeSpec | None = None) -> Topology:
+        """``count`` nodes ``node0, node1, ...`` configured like ``like``, in one symmetric cluster."""
+        _check(count >= 1, "a cluster needs at least one node")
+        template = like or NodeSpec()
+        _check(template.port == 0 or count == 1, "nodes of a cluster cannot share the template's fixed port")
+        specs = tuple(dataclasses.replace(template, name=f"node{i}", data_dir=None) for i in range(count))
+        return cls(specs, cluster=cluster or ClusterSpec())
+
+    def node(self, name: str) -> NodeSpec:
+        for spec in self.nodes:
+            if spec.name == name:
+                return spec
+        raise KeyError(f"no node {name!r} in the topology (nodes: {', '.join(n.name for n in self.nodes)})")
+
+    @property
+    def resolved(self) -> bool:
+        return all(n.resolved for n in self.nodes) and (self.cluster is None or self.cluster.group_port != 0)
+
+    def resolve(
+        self, workdir: Path, tcp_ports: Callable[[int], list[int]], udp_ports: Callable[[int], list[int]]
+    ) -> Topology:
+        """A copy with every free port picked and every data directory set (``workdir/<node>/data``).
+
+        ``tcp_ports(n)`` must return n distinct free ports (see ``_process.free_ports``)."""
+        fresh = iter(tcp_ports(sum(1 for n in self.nodes if n.port == 0)))
+        nodes = tuple(
+            dataclasses.replace(
+                n,
+                port=n.port or next(fresh),
+                data_dir=(n.data_dir or workdir / n.name / "data").absolute(),
+            )
+            for n in self.nodes
+        )
+        cluster = self.cluster
+        if cluster is not None and cluster.group_port == 0:
+            cluster = dataclasses.replace(cluster, group_port=udp_ports(1)[0])
+        return dataclasses.replace(self, nodes=nodes, cluster=cluster)

@@ -1,0 +1,504 @@
+"""The conformance targets: the topology rendered to one broker.xml both brokers read, the
+reference broker and real Artemis (2.44.0, 2.28.0) run, killed and restarted with their data, the
+url target refusing control by capability name, and every wait bounded by its deadline."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+import zipfile
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from lxml import etree
+
+from codec import CoreMessage
+from conformance.targets import (
+    ALL_CAPABILITIES,
+    KILL,
+    AddressSetting,
+    AddressSpec,
+    ArtemisTarget,
+    ClusterSpec,
+    ManagedNode,
+    ManagedTarget,
+    NodeSpec,
+    NodeStartError,
+    NodeStopError,
+    QueueSpec,
+    ReferenceTarget,
+    SecurityRule,
+    SecuritySpec,
+    Target,
+    Topology,
+    UnsupportedByTarget,
+    UrlTarget,
+    User,
+    free_ports,
+    kit_version,
+    make_target,
+    render_broker_xml,
+    render_etc,
+    write_etc,
+)
+from reference.client import BrokerRefused, ClientSettings, connect
+from reference.config import SecurityModel, load_config
+from reference.config._login import parse_properties
+
+CLIENT_DEADLINE_S = 30.0
+ALICE = User("alice", "s3cret pass", ("amq",))
+SECURED = SecuritySpec(enabled=True, users=(ALICE,))
+
+
+def run(coro: Coroutine[Any, Any, Any]) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, CLIENT_DEADLINE_S))
+
+
+def _settings(target: Target) -> ClientSettings:
+    # Artemis refuses a client announcing a newer protocol than its own (2.28.0 speaks 134)
+    return ClientSettings() if target.protocol_version is None else ClientSettings(version=target.protocol_version)
+
+
+async def _session(url: str) -> None:
+    conn = await connect(url)
+    try:
+        await conn.create_session()
+    finally:
+        await conn.close()
+
+
+async def _send_durable(target: Target, queue: str, body: bytes, user: User | None = None) -> None:
+    conn = await connect(target.url, settings=_settings(target))
+    try:
+        session = await conn.create_session(username=user.name if user else None,
+                                            password=user.password if user else None)
+        await session.create_queue(queue)
+        await session.create_producer(queue).send(CoreMessage(body, durable=True))
+    finally:
+        await conn.close()
+
+
+async def _receive(target: Target, queue: str, user: User | None = None, wait_s: float = 5) -> bytes | None:
+    conn = await connect(target.url, settings=_settings(target))
+    try:
+        session = await conn.create_session(username=user.name if user else None,
+                                            password=user.password if user else None)
+        consumer = await session.create_consumer(queue)
+        session.start()
+        delivery = await consumer.receive(wait_s)
+        if delivery is None:
+            return None
+        await consumer.acknowledge(delivery)
+        return delivery.message.body
+    finally:
+        await conn.close()
+
+
+def _resolved(topology: Topology, workdir: Path) -> Topology:
+    return topology.resolve(workdir, free_ports, free_ports)
+
+
+TOPOLOGIES = {
+    "single-default": Topology(),
+    "secured-with-guest-and-queues": Topology.single(
+        NodeSpec(persistence=False, connection_ttl_override_ms=5000, connection_ttl_check_interval_ms=500),
+        security=SecuritySpec(enabled=True, users=(ALICE, User("bob", "pässword=:#", ("amq", "ops"))),
+                              guest_role="guests",
+                              rules=(SecurityRule("#", "send", ("amq",)), SecurityRule("ops.#", "consume", ("ops",)))),
+        addresses=(AddressSpec("orders", ("anycast", "multicast"), (
+            QueueSpec("orders.eu", filter="region='eu' AND size < 10", max_consumers=2, purge_on_no_consumers=True),
+            QueueSpec("orders.audit", routing="multicast", durable=False),
+        )),),
+        address_settings=(AddressSetting.of("#", max_delivery_attempts=3, redelivery_delay=100),
+                          AddressSetting.of("orders.#", auto_create_queues=False)),
+    ),
+    "static-cluster-of-3": Topology.cluster_of(3),
+    "udp-cluster-of-3": Topology.cluster_of(3, ClusterSpec(discovery="udp", message_load_balancing="STRICT")),
+}
+
+
+# --------------------------------------------------------------------------- topology and broker.xml
+
+
+@pytest.mark.parametrize("name", sorted(TOPOLOGIES))
+def test_rendered_config_is_read_by_the_reference_broker_without_warnings(name: str, tmp_path: Path) -> None:
+    topology = _resolved(TOPOLOGIES[name], tmp_path)
+    for node in topology.nodes:
+        broker_xml = write_etc(topology, node.name, tmp_path / node.name / "etc")
+        etree.parse(str(broker_xml))  # well-formed on disk, not only as a string
+        config = load_config(broker_xml)
+        assert config.warnings == (), [str(w) for w in config.warnings]
+        assert config.name == node.name
+        [acceptor] = config.acceptors
+        assert (acceptor.host, acceptor.port, acceptor.protocols) == (node.host, node.port, ("CORE",))
+        assert config.journal.persistence_enabled is node.persistence
+        assert node.data_dir is not None
+        assert Path(config.journal.journal_directory) == node.data_dir / "journal"
+        assert config.connection_ttl_override == node.connection_ttl_override_ms
+        assert config.connection_ttl_check_interval == node.connection_ttl_check_interval_ms
+        assert config.security_enabled is topology.security.enabled
+        assert [a.name for a in config.addresses] == [a.name for a in topology.addresses]
+        assert [s.match for s in config.address_settings] == [s.match for s in topology.address_settings]
+        if topology.cluster is not None:
+            [cluster] = config.cluster_connections
+            assert cluster.connector_ref == node.name
+            assert cluster.message_load_balancing.value == topology.cluster.message_load_balancing
+            peers = sorted(n.name for n in topology.nodes if n is not node)
+            if topology.cluster.discovery == "static":
+                assert sorted(cluster.static_connectors) == peers
+            else:
+                assert cluster.discovery_group_ref is not None
+                assert config.broadcast_groups[0].group_port == topology.cluster.group_port
+
+
+def test_security_files_let_the_same_users_in(tmp_path: Path) -> None:
+    topology = _resolved(TOPOLOGIES["secured-with-guest-and-queues"], tmp_path)
+    config = load_config(write_etc(topology, "node0", tmp_path / "etc"))
+    security = SecurityModel(config)
+    bob = security.authenticate("bob", "pässword=:#")
+    assert bob is not None
+    assert bob.roles == {"amq", "ops"}
+    assert security.authenticate("alice", "s3cret pass") is not None
+    assert security.authenticate("alice", "wrong") is not None  # the guest module is "sufficient" too
+    guest = security.authenticate(None, None)
+    assert guest is not None
+    assert guest.guest
+    # the queue details made it through
+    [orders] = config.addresses
+    eu = next(q for q in orders.queues if q.name == "orders.eu")
+    assert (eu.filter, eu.max_consumers, eu.purge_on_no_consumers) == ("region='eu' AND size < 10", 2, True)
+    audit = next(q for q in orders.queues if q.name == "orders.audit")
+    assert (audit.routing_type.value, audit.durable) == ("MULTICAST", False)
+    assert config.address_settings_for("x").max_delivery_attempts == 3
+
+
+def test_users_file_escapes_what_java_properties_would_misread(tmp_path: Path) -> None:
+    odd = User("we:ird=name", " lead\\ing€", ("amq",))
+    files = render_etc(_resolved(Topology.single(security=SecuritySpec(True, (odd,))), tmp_path), "node0")
+    assert files.users.isascii()  # Artemis reads the file as ISO-8859-1, the reference broker as UTF-8
+    entries = {key: value for key, value, _ in parse_properties(files.users)}
+    assert entries == {"we:ird=name": " lead\\ing€"}
+
+
+def test_render_needs_a_resolved_topology() -> None:
+    with pytest.raises(ValueError, match="resolved"):
+        render_broker_xml(Topology(), "node0")
+
+
+def test_resolve_picks_distinct_ports_and_keeps_fixed_ones(tmp_path: Path) -> None:
+    fixed = free_ports(1)[0]
+    topology = Topology((NodeSpec("a", port=fixed), NodeSpec("b"), NodeSpec("c")), cluster=ClusterSpec())
+    resolved = _resolved(topology, tmp_path)
+    ports = [n.port for n in resolved.nodes]
+    assert ports[0] == fixed
+    assert len(set(ports)) == 3
+    assert 0 not in ports
+    assert resolved.cluster is not None
+    assert resolved.cluster.group_port != 0
+    assert resolved.nodes[1].data_dir == (tmp_path / "b" / "data").absolute()
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Topology(()), "at least one node"),
+        (lambda: Topology((NodeSpec("a"), NodeSpec("a"))), "duplicate node names"),
+        (lambda: NodeSpec("../up"), "node name"),
+        (lambda: NodeSpec(connection_ttl_override_ms=0), "-1 or > 0"),
+        (lambda: NodeSpec(extra=(("bad name", "x"),)), "not an XML name"),
+        (lambda: SecuritySpec(enabled=True), "nobody could log in"),
+        (lambda: User("a,b", "p"), "user name"),
+        (lambda: SecurityRule("#", "sendd", ("amq",)), "unknown permission"),
+        (lambda: AddressSpec("a", ("anycast",), (QueueSpec("q", routing="multicast"),)), "is multicast"),
+    ],
+)
+def test_topology_refuses_what_no_broker_could_run(make: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+@pytest.mark.artemis
+@pytest.mark.parametrize("version", ["2.44.0", "2.28.0"])
+@pytest.mark.parametrize("name", sorted(TOPOLOGIES))
+def test_rendered_config_is_valid_for_artemis_schema(version: str, name: str, tmp_path: Path) -> None:
+    from conformance.artemis.distribution import ensure_distribution
+
+    # Artemis validates <core> against this schema from its server jar when it starts
+    jar = ensure_distribution(version).lib / f"artemis-server-{version}.jar"
+    with zipfile.ZipFile(jar) as archive:
+        archive.extractall(tmp_path / "jar", [n for n in archive.namelist() if n.startswith("schema/")])
+    schema = etree.XMLSchema(etree.parse(str(tmp_path / "jar" / "schema" / "artemis-configuration.xsd")))
+    topology = _resolved(TOPOLOGIES[name], tmp_path)
+    for node in topology.nodes:
+        root = etree.fromstring(render_broker_xml(topology, node.name).encode())
+        core = root.find("{urn:activemq:core}core")
+        assert core is not None
+        assert schema.validate(core), schema.error_log
+
+
+# --------------------------------------------------------------------------- url target and factory
+
+
+def test_url_target_refuses_control_naming_the_capability() -> None:
+    target = UrlTarget("tcp://broker.example:61616?callTimeout=5000", version="2.44.0")
+    assert (target.name, target.version, target.capabilities) == ("url", "2.44.0", frozenset())
+    assert target.url == "tcp://broker.example:61616?callTimeout=5000"
+    node = target.nodes[0]
+    for action, capability in [(node.kill, "kill"), (node.stop, "control"), (node.start, "control"),
+                               (node.restart, "restart"), (target.stop, "control")]:
+        with pytest.raises(UnsupportedByTarget, match=f"lacks the '{capability}' capability") as caught:
+            action()
+        assert caught.value.capability == capability
+        assert caught.value.target == "url"
+    with pytest.raises(UnsupportedByTarget, match="'kill'"):
+        target.require(KILL)
+    with target:  # start and close have nothing to do, and do not refuse
+        pass
+    assert UrlTarget("tcp://h:1").version == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [("http://h:1", "scheme must be tcp"), ("tcp://:61616", "no host"), ("tcp://h", "no port"),
+     ("tcp://h:99999", "bad broker URL"), ("tcp://h:1/path", "only tcp://host:port")],
+)
+def test_url_target_refuses_a_bad_url(url: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        UrlTarget(url)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "problem"),
+    [
+        ({"kind": "activemq"}, "unknown target kind 'activemq'"),
+        ({"kind": "url"}, "needs the broker's URL"),
+        ({"kind": "url", "url": "tcp://h:1", "topology": Topology()}, "takes no topology"),
+        ({"kind": "url", "url": "tcp://h:1", "workdir": Path()}, "takes no workdir"),
+        ({"kind": "reference", "url": "tcp://h:1", "workdir": Path()}, "only for target 'url'"),
+        ({"kind": "reference"}, "needs a workdir"),
+        ({"kind": "reference", "version": "9.9", "workdir": Path()}, "kit's own"),
+        ({"kind": "artemis", "version": "1.0.0", "workdir": Path()}, "not pinned: use one of 2.28.0, 2.44.0"),
+    ],
+)
+def test_make_target_explains_bad_combinations(kwargs: dict[str, Any], problem: str) -> None:
+    kind = kwargs.pop("kind")
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        make_target(kind, **kwargs)
+
+
+def test_make_target_builds_each_kind(tmp_path: Path) -> None:
+    url = make_target("url", url="tcp://h:61616")
+    assert isinstance(url, UrlTarget)
+    reference = make_target("reference", workdir=tmp_path, version=kit_version())
+    assert isinstance(reference, ReferenceTarget)
+    assert reference.capabilities == ALL_CAPABILITIES
+    artemis = make_target("artemis", workdir=tmp_path, version="2.28.0")
+    assert isinstance(artemis, ArtemisTarget)
+    assert (artemis.version, artemis.protocol_version) == ("2.28.0", 134)
+    assert make_target("artemis", workdir=tmp_path).version == "2.44.0"  # the pins' default
+
+
+# --------------------------------------------------------------------------- reference target
+
+
+def test_reference_durable_message_survives_kill_and_start(tmp_path: Path) -> None:
+    with ReferenceTarget(Topology(), tmp_path) as target:
+        node = target.nodes[0]
+        assert all(n.is_running for n in target.nodes)
+        assert target.url.startswith("tcp://127.0.0.1:")
+        run(_send_durable(target, "q", b"x"))
+        node.kill()
+        assert not node.is_running
+        assert node.last_exit_code == -9
+        node.start()
+        assert node.url == target.url  # same port after a restart
+        assert run(_receive(target, "q")) == b"x"
+        assert "recovered" in node.logs()
+        node.restart(graceful=True)
+        assert node.last_exit_code == 0  # SIGTERM is a clean stop for the reference broker
+        assert run(_receive(target, "q", wait_s=0.5)) is None  # acknowledged before the restart
+    assert not node.is_running
+
+
+def test_reference_security_comes_from_the_topology(tmp_path: Path) -> None:
+    with ReferenceTarget(Topology.single(security=SECURED), tmp_path) as target:
+        run(_send_durable(target, "secured", b"y", ALICE))
+        with pytest.raises(BrokerRefused, match="SECURITY"):
+            run(_send_durable(target, "secured", b"z", User("alice", "wrong")))
+        assert run(_receive(target, "secured", ALICE)) == b"y"
+
+
+def test_start_with_a_bad_config_fails_fast_with_the_log_tail(tmp_path: Path) -> None:
+    bad = Topology.single(NodeSpec(extra=(("journal-min-files", "0"),)))
+    target = ReferenceTarget(bad, tmp_path, start_deadline_s=20)
+    started = time.monotonic()
+    with pytest.raises(NodeStartError, match="exited with code 2") as caught:
+        target.start()
+    assert time.monotonic() - started < 20
+    assert caught.value.node == "node0"
+    assert "journal-min-files" in str(caught.value)  # the broker's own complaint, from the log tail
+    assert not target.nodes[0].is_running
+    target.close()
+
+
+def test_failed_cluster_start_leaves_nothing_running(tmp_path: Path) -> None:
+    topology = Topology((NodeSpec("good"), NodeSpec("bad", extra=(("journal-min-files", "0"),))))
+    target = ReferenceTarget(topology, tmp_path)
+    with pytest.raises(NodeStartError, match="node 'bad'"), target:
+        pass
+    assert not any(n.is_running for n in target.nodes)
+
+
+def test_reference_cluster_nodes_start_and_stop_together(tmp_path: Path) -> None:
+    with ReferenceTarget(Topology.cluster_of(3), tmp_path) as target:
+        assert len(set(target.urls)) == 3
+        assert all(n.is_running for n in target.nodes)
+        for url in target.urls:
+            run(_session(url))
+        target.stop()
+        assert [n.last_exit_code for n in target.nodes] == [0, 0, 0]
+        target.node("node1").start()
+        assert [n.is_running for n in target.nodes] == [False, True, False]
+
+
+class _ScriptNode(ManagedNode):
+    """A stand-in broker: a Python one-liner, to drive the deadlines without a real broker."""
+
+    ready = re.compile(r"READY")
+    script: ClassVar[str] = ""
+
+    def _prepare(self) -> None:
+        pass
+
+    def _argv(self) -> list[str]:
+        return [sys.executable, "-u", "-c", self.script]
+
+
+class _SilentNode(_ScriptNode):
+    script = "import time; print('starting up'); time.sleep(600)"
+
+
+class _StubbornNode(_ScriptNode):
+    script = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('READY'); time.sleep(600)"
+
+
+class _ScriptTarget(ManagedTarget):
+    name = "script"
+
+    def __init__(self, node_class: type[_ScriptNode], workdir: Path) -> None:
+        self.node_class = node_class
+        super().__init__("test", 0, Topology(), workdir)
+
+    def _make_node(self, spec: NodeSpec, node_dir: Path) -> ManagedNode:
+        return self.node_class(spec, self.topology, node_dir, start_deadline_s=1.0, stop_deadline_s=1.0)
+
+
+def test_start_deadline_kills_a_broker_that_never_gets_ready(tmp_path: Path) -> None:
+    target = _ScriptTarget(_SilentNode, tmp_path)
+    started = time.monotonic()
+    with pytest.raises(NodeStartError, match=r"not ready: .*within 1s; it was killed") as caught:
+        target.start()
+    assert time.monotonic() - started < 10
+    assert "starting up" in caught.value.log_tail
+    assert not target.nodes[0].is_running
+    assert "starting up" in (tmp_path / "node0" / "broker.log").read_text()
+
+
+def test_stop_deadline_kills_a_broker_that_ignores_sigterm(tmp_path: Path) -> None:
+    with _ScriptTarget(_StubbornNode, tmp_path) as target:
+        node = target.nodes[0]
+        with pytest.raises(NodeStopError, match="node 'node0': ignored SIGTERM for 1s and was killed"):
+            node.stop()
+        assert not node.is_running
+        assert node.last_exit_code == -9
+
+
+def test_brokers_left_running_are_killed_at_interpreter_exit(tmp_path: Path) -> None:
+    script = textwrap.dedent(f"""
+        from pathlib import Path
+        from conformance.targets import ReferenceTarget
+        target = ReferenceTarget(workdir=Path({str(tmp_path)!r}))
+        target.start()
+        print(target.nodes[0]._process.pid, flush=True)
+    """)  # exits without close()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    pid = int(done.stdout.strip())
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid), f"broker {pid} outlived the interpreter that started it"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (dead, not yet reaped by init) counts as gone
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+# --------------------------------------------------------------------------- Artemis
+
+
+@pytest.fixture(scope="module")
+def artemis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ArtemisTarget]:
+    # one instance for the module: creating and starting a JVM broker costs seconds
+    target = ArtemisTarget(Topology.single(security=SECURED), tmp_path_factory.mktemp("artemis"), version="2.44.0")
+    with target:
+        yield target
+
+
+@pytest.mark.artemis
+def test_artemis_durable_message_survives_kill_and_start(artemis: ArtemisTarget) -> None:
+    node = artemis.nodes[0]
+    queue = f"q.{uuid.uuid4().hex[:8]}"
+    run(_send_durable(artemis, queue, b"x", ALICE))
+    node.kill()
+    assert not node.is_running
+    node.start()
+    assert run(_receive(artemis, queue, ALICE)) == b"x"
+
+
+@pytest.mark.artemis
+def test_artemis_graceful_restart_keeps_port_and_data(artemis: ArtemisTarget) -> None:
+    node = artemis.nodes[0]
+    queue = f"q.{uuid.uuid4().hex[:8]}"
+    run(_send_durable(artemis, queue, b"kept", ALICE))
+    url = node.url
+    node.restart(graceful=True)
+    assert node.last_exit_code in (0, 143)
+    assert node.url == url
+    assert "AMQ221007" in node.logs()
+    assert run(_receive(artemis, queue, ALICE)) == b"kept"
+
+
+@pytest.mark.artemis
+def test_artemis_runs_the_rendered_config_and_users(artemis: ArtemisTarget) -> None:
+    node = artemis.nodes[0]
+    assert isinstance(node, ManagedNode)
+    etc = node.node_dir / "instance" / "etc"
+    assert (etc / "broker.xml").read_text() == render_broker_xml(artemis.topology, "node0")
+    assert "alice = s3cret\\ pass" not in (etc / "artemis-users.properties").read_text()  # only leading blanks escape
+    assert "alice = s3cret pass" in (etc / "artemis-users.properties").read_text()
+    with pytest.raises(BrokerRefused, match="SECURITY"):
+        run(_send_durable(artemis, "refused", b"z", User("alice", "wrong")))
+
+
+@pytest.mark.artemis
+def test_artemis_2_28_starts_and_accepts_a_session(tmp_path: Path) -> None:
+    with make_target("artemis", version="2.28.0", workdir=tmp_path) as target:
+        assert target.protocol_version == 134
+        queue = f"q.{uuid.uuid4().hex[:8]}"
+        run(_send_durable(target, queue, b"old"))
+        assert run(_receive(target, queue)) == b"old"
+        assert "2.28.0" in target.nodes[0].logs()
