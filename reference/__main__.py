@@ -69,12 +69,14 @@ async def _run(args: argparse.Namespace) -> int:
         LOG.info("recovered", extra=vars(report))
     _declare_addresses(core, config)
     server = BrokerServer(core, host, port, sync=storage.sync if storage else None)
-    await server.start()
-    print(f"reference broker listening on {host}:{server.bound_port}", file=sys.stderr, flush=True)
+    # The handlers go in before the "listening" line: a supervisor that stops the broker as soon as it
+    # reads that line must get a graceful stop, not the default action of SIGTERM.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    await server.start()
+    print(f"reference broker listening on {host}:{server.bound_port}", file=sys.stderr, flush=True)
     await stop.wait()
     await server.stop()
     if storage is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import time
@@ -438,14 +439,19 @@ def test_a_million_ops_check_in_linear_time() -> None:
     small, large = big_history(25_000), big_history(250_000)  # 100k and 1M ops
 
     def timed(ops: list[Op]) -> float:
-        start = time.perf_counter()
-        result = check(ops)
-        elapsed = time.perf_counter() - start
-        assert result.ok, result.explanation
-        assert result.ops == len(ops)
-        return elapsed
+        # CPU time of this thread, best of three: a busy machine (a parallel tox env, a broker) stretches
+        # wall time, not the work done; the minimum is the least disturbed run.
+        best = float("inf")
+        for _ in range(3):
+            gc.collect()
+            start = time.thread_time()
+            result = check(ops)
+            best = min(best, time.thread_time() - start)
+            assert result.ok, result.explanation
+            assert result.ops == len(ops)
+        return best
 
-    timed(small)  # warm-up
     ratio = timed(large) / timed(small)
-    # 10x the ops: a linear checker takes about 10x; a quadratic one would take ~100x.
-    assert ratio < 20, f"1M ops took {ratio:.1f}x the time of 100k ops"
+    # 10x the ops: a linear checker takes about 10x (a little more as dicts outgrow the caches); a
+    # quadratic one would take ~100x.  The bound is generous on purpose: this catches complexity, not speed.
+    assert ratio < 25, f"1M ops took {ratio:.1f}x the CPU time of 100k ops"
