@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import select
 import subprocess
 import sys
 import textwrap
@@ -383,11 +384,11 @@ class _ScriptNode(ManagedNode):
 
 
 class _SilentNode(_ScriptNode):
-    script = "import time; print('starting up'); time.sleep(600)"
+    script = "import signal; print('starting up'); signal.pause()"  # never says READY
 
 
 class _StubbornNode(_ScriptNode):
-    script = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('READY'); time.sleep(600)"
+    script = "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('READY'); signal.pause()"
 
 
 class _ScriptTarget(ManagedTarget):
@@ -431,10 +432,20 @@ def test_brokers_left_running_are_killed_at_interpreter_exit(tmp_path: Path) -> 
     """)  # exits without close()
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     pid = int(done.stdout.strip())
-    deadline = time.monotonic() + 10
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _wait_for_exit(pid, deadline_s=10)
     assert not _alive(pid), f"broker {pid} outlived the interpreter that started it"
+
+
+def _wait_for_exit(pid: int, *, deadline_s: float) -> None:
+    """Block until ``pid`` terminates or the deadline passes (a pidfd becomes readable when it exits)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        select.select([fd], [], [], deadline_s)
+    finally:
+        os.close(fd)
 
 
 def _alive(pid: int) -> bool:
