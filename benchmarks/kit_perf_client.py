@@ -67,12 +67,11 @@ def _interval(start: float, now: float, seconds: int) -> int | None:
 
 async def _producer(plan: Plan, get_start: StartSource) -> dict[str, list[int]]:
     from codec import CoreMessage
-    from reference.client import ClientSettings, connect
+    from reference.client import connect
 
     sent = [0] * plan.seconds
     completed = [0] * plan.seconds
-    settings = ClientSettings().with_params(_url_params(plan.url))
-    async with await connect(plan.url, settings=settings) as connection:
+    async with await connect(plan.url) as connection:  # the URL's parameters are the client's settings
         session = await connection.create_session()
         producer = session.create_producer(plan.queue)
         body = os.urandom(plan.message_size)
@@ -106,11 +105,10 @@ async def _producer(plan: Plan, get_start: StartSource) -> dict[str, list[int]]:
 
 async def _consumer(plan: Plan, get_start: StartSource) -> dict[str, list[int]]:
     from codec import RoutingType
-    from reference.client import BrokerRefused, ClientSettings, connect
+    from reference.client import BrokerRefused, connect
 
     received = [0] * plan.seconds
-    settings = ClientSettings().with_params(_url_params(plan.url))
-    async with await connect(plan.url, settings=settings) as connection:
+    async with await connect(plan.url) as connection:  # the URL's parameters are the client's settings
         session = await connection.create_session()
         with contextlib.suppress(BrokerRefused):  # already there
             await session.create_queue(plan.queue, plan.queue, routing_type=RoutingType.ANYCAST, durable=True)
@@ -128,12 +126,6 @@ async def _consumer(plan: Plan, get_start: StartSource) -> dict[str, list[int]]:
             if index is not None:
                 received[index] += 1
     return {"received": received}
-
-
-def _url_params(url: str) -> dict[str, str]:
-    from reference.config._uri import parse_transport_uri
-
-    return {k: v for k, v in parse_transport_uri(url).params.items() if k not in ("host", "port")}
 
 
 def _role_main(role: str, plan: Plan) -> int:

@@ -32,6 +32,7 @@ from codec import (
     CreateQueueMessage_V2,
     CreateSharedQueueMessage_V2,
     DisconnectConsumerMessage,
+    ExceptionType,
     NullResponseMessage,
     Packet,
     PacketsConfirmedMessage,
@@ -174,7 +175,8 @@ class ProducerCredits:
     def try_acquire(self, size: int) -> bool:
         """Spend ``size`` credits if they are there; otherwise ask for them and return False."""
         if self.failed:
-            raise BrokerRefused(210, f"the broker refused credits for {self.address!r} (address full)",
+            raise BrokerRefused(int(ExceptionType.ADDRESS_FULL),
+                                f"the broker refused credits for {self.address!r} (address full)",
                                 f"send to {self.address}")
         if self.available >= size:
             self.available -= size

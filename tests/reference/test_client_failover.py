@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
+from typing import Any
 
 import pytest
 
@@ -49,11 +50,8 @@ def proxy(broker: Broker) -> Iterator[CutProxy]:
         yield running
 
 
-def run(scenario: asyncio.Future[None] | object) -> None:
-    async def bounded() -> None:
-        await asyncio.wait_for(scenario, SCENARIO_DEADLINE_S)  # type: ignore[arg-type]
-
-    asyncio.run(bounded())
+def run(scenario: Coroutine[Any, Any, None]) -> None:
+    asyncio.run(asyncio.wait_for(scenario, SCENARIO_DEADLINE_S))
 
 
 async def restored(connection: Connection, kind: str) -> None:
