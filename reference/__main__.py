@@ -61,14 +61,15 @@ async def _run(args: argparse.Namespace) -> int:
     if args.non_persistent or not config.journal.persistence_enabled:
         core = BrokerCore(settings, wall_clock_ms=wall_clock)
     else:
-        journal, recovery = open_journal(data / "journal")
-        storage = JournalStorage(journal)
+        journal, recovery = open_journal(data / "journal", file_size=config.journal.journal_file_size)
+        storage = JournalStorage(journal, compact_min_files=config.journal.journal_compact_min_files,
+                                 compact_percentage=config.journal.journal_compact_percentage)
         core = BrokerCore(settings, storage=storage, wall_clock_ms=wall_clock)
         report = storage.recover(core, recovery)
         journal.compact()
         LOG.info("recovered", extra=vars(report))
     _declare_addresses(core, config)
-    server = BrokerServer(core, host, port, sync=storage.sync if storage else None)
+    server = BrokerServer(core, host, port, group_commit=storage)
     # The handlers go in before the "listening" line: a supervisor that stops the broker as soon as it
     # reads that line must get a graceful stop, not the default action of SIGTERM.
     stop = asyncio.Event()

@@ -1,10 +1,26 @@
 """The asyncio transport around :class:`~reference.broker.BrokerCore`.
 
 It owns the sockets and the clock and nothing else.  Bytes that arrive in one
-event-loop iteration are all fed to the core first; then one ``flush`` makes
-the storage durable (one fsync covering every connection's writes: the group
-commit) and only then writes the replies, so no client hears "done" for
-something a crash could still lose.
+event-loop iteration are all fed to the core first; then one ``flush`` takes
+the replies (a *batch*) and the storage is made durable before they are
+written, so no client hears "done" for something a crash could still lose.
+
+Group commit, with the fsync off the event loop: the loop's half of a sync
+(``GroupCommit.begin_sync``: write what was stored) runs at the flush, the
+``fsync`` itself in a worker thread while the loop goes on decoding and
+storing the next batches.  At most one sync is in flight; it covers every
+batch taken before it began, and the batches taken meanwhile wait for the
+next one, which starts as soon as it returns.  Batches are written strictly
+in the order they were taken (a FIFO), so one connection's replies never
+overtake each other, and a batch that stored nothing still waits behind one
+that did.  A close the core asked for happens after the output taken with it.
+
+One exception, as in Artemis: a producer credit grant confirms nothing stored,
+so the core queues it apart (``early``) and it is written at once -- unless a
+counted packet of the same connection is still waiting, because the order of
+counted packets on the wire must stay the resend cache's order (a reattach
+replays by position).  Holding grants for the fsync would pace a producer by
+one window per disk round trip.
 
 Resource handling: every accepted socket is registered with the core and
 unregistered when it closes, whichever side closes it.  ``stop()`` sends
@@ -12,22 +28,54 @@ DISCONNECT to every client, flushes, closes sockets and the listener.
 
 Error handling: bad input is the core's business (it answers with an EXCEPTION
 and asks for that connection alone to be closed); an exception escaping the
-core is logged and closes only the connection whose bytes caused it.
+core is logged and closes only the connection whose bytes caused it.  A sync
+that fails (the journal then refuses further work) confirms nothing: the
+replies waiting for it are dropped and their connections closed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol
 
 from .broker import BrokerCore
 
-__all__ = ["BrokerServer"]
+__all__ = ["BrokerServer", "GroupCommit", "SyncInProgress"]
 
 LOG = logging.getLogger("reference.server")
+
+
+class SyncInProgress(Protocol):
+    """A sync whose loop-side half is done (see :class:`reference.journal.PendingSync`)."""
+
+    def wait(self) -> None:
+        """The blocking half (the fsync); runs in a worker thread."""
+
+    def done(self, error: BaseException | None = None) -> None:
+        """Back on the loop, with what ``wait`` raised."""
+
+
+class GroupCommit(Protocol):
+    """What the server needs of durable storage."""
+
+    def begin_sync(self) -> SyncInProgress | None:
+        """Start making everything stored so far durable; ``None`` when nothing is waiting for that."""
+
+
+@dataclass(slots=True)
+class _Batch:
+    """What one flush took from the core: replies per connection, then connections to close."""
+
+    output: dict[int, bytes]
+    closing: set[int]
+    counted: frozenset[int] = frozenset()  # connections with a counted (resend-cached) packet in ``output``
 
 
 class _Protocol(asyncio.Protocol):
@@ -58,13 +106,13 @@ class BrokerServer:
         host: str = "127.0.0.1",
         port: int = 61616,
         *,
-        sync: Callable[[], None] | None = None,
+        group_commit: GroupCommit | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.core = core
         self.host = host
         self.port = port
-        self.sync = sync
+        self.group_commit = group_commit
         self.clock = clock
         self._ids = itertools.count(1)
         self._protocols: dict[int, _Protocol] = {}
@@ -72,6 +120,12 @@ class BrokerServer:
         self._flush_scheduled = False
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._covered: list[_Batch] = []  # written when the sync in flight returns
+        self._next: list[_Batch] = []  # taken while it was in flight: covered by the next sync
+        self._in_flight: asyncio.Future[None] | None = None
+        self._idle_waiters: list[asyncio.Future[None]] = []
+        self._counted_waiting: dict[int, int] = {}  # connection → waiting batches holding a counted packet for it
+        self._fsync_thread: ThreadPoolExecutor | None = None
 
     @property
     def bound_port(self) -> int:
@@ -83,6 +137,8 @@ class BrokerServer:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        if self.group_commit is not None:
+            self._fsync_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsync")
         self._server = await self._loop.create_server(lambda: _Protocol(self), self.host, self.port, reuse_address=True)
         self._arm_timer()
         LOG.info("listening", extra={"host": self.host, "port": self.bound_port})
@@ -91,6 +147,12 @@ class BrokerServer:
         """Graceful stop: DISCONNECT to all, flush, close."""
         self.core.shutdown()
         self._flush()
+        await self._idle()  # the DISCONNECTs and every reply still waiting are out before the sockets close
+        if self._fsync_thread is not None:
+            # Idle: nothing is left for it.  A sync still asked for (a connection lost while closing) goes to the
+            # loop's default executor, which asyncio.run shuts down itself.
+            self._fsync_thread.shutdown(wait=False)
+            self._fsync_thread = None
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -131,17 +193,107 @@ class BrokerServer:
 
     def _flush(self) -> None:
         self._flush_scheduled = False
-        output = self.core.take_output()
+        early, output, counted = self.core.take_output_split()
         closing = self.core.take_closing()
-        if output and self.sync is not None:
-            self.sync()  # group commit: one fsync for everything the batch stored
+        for conn_id, data in early.items():
+            if self._counted_waiting.get(conn_id):  # behind a counted packet still waiting: keep the wire order
+                output[conn_id] = data + output.get(conn_id, b"")
+            else:  # a credit grant needs no sync (as in Artemis); holding it would pace producers by the fsync
+                self._write_batch({conn_id: data}, ())
+        if output or closing:
+            batch = _Batch(output, closing, counted)
+            for conn_id in counted:
+                self._counted_waiting[conn_id] = self._counted_waiting.get(conn_id, 0) + 1
+            if self._in_flight is None:
+                self._start_sync([batch])
+            else:  # covered by the next sync, which starts when this one returns
+                self._next.append(batch)
+        self._arm_timer()
+
+    def _start_sync(self, batches: list[_Batch]) -> None:
+        """With no sync in flight: begin the one covering ``batches``, or write them now if nothing is unsynced."""
+        try:
+            pending = self.group_commit.begin_sync() if self.group_commit is not None else None
+        except Exception:
+            LOG.exception("journal sync failed; closing the connections whose replies depended on it")
+            self._abandon(batches)
+            return
+        if pending is None:  # nothing stored since the last sync: no reply here waits for the disk
+            self._write(batches)
+            return
+        assert self._loop is not None
+        self._covered = batches
+        self._in_flight = self._loop.run_in_executor(self._fsync_thread, pending.wait)
+        self._in_flight.add_done_callback(functools.partial(self._synced, pending))
+
+    def _synced(self, pending: SyncInProgress, future: asyncio.Future[None]) -> None:
+        """On the loop, once the worker's fsync returned: the covered batches may go out."""
+        self._in_flight = None
+        error = asyncio.CancelledError() if future.cancelled() else future.exception()
+        batches, self._covered = self._covered, []
+        pending.done(error)
+        if error is None:
+            self._write(batches)
+        else:
+            LOG.error("journal sync failed; closing the connections whose replies depended on it", exc_info=error)
+            self._abandon(batches)
+        if self._next:
+            batches, self._next = self._next, []
+            self._start_sync(batches)
+        if self._in_flight is None:
+            for waiter in self._idle_waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+            self._idle_waiters.clear()
+
+    async def _idle(self) -> None:
+        """Until no sync is in flight and no batch waits (at once if that is already so)."""
+        if self._in_flight is None:
+            return
+        assert self._loop is not None
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        self._idle_waiters.append(waiter)
+        await waiter
+
+    def _release(self, batches: list[_Batch]) -> None:
+        """These batches leave the queue (written or abandoned): their counted packets no longer hold early ones."""
+        for batch in batches:
+            for conn_id in batch.counted:
+                left = self._counted_waiting.get(conn_id, 0) - 1
+                if left > 0:
+                    self._counted_waiting[conn_id] = left
+                else:
+                    self._counted_waiting.pop(conn_id, None)
+
+    def _write(self, batches: list[_Batch]) -> None:
+        """Write batches in the order they were taken; one write per connection, closes after their output."""
+        self._release(batches)
+        if len(batches) == 1:  # the common case, kept cheap: nothing to merge
+            self._write_batch(batches[0].output, batches[0].closing)
+            return
+        chunks: dict[int, list[bytes]] = {}
+        closing: dict[int, None] = {}  # ordered set
+        for batch in batches:
+            for conn_id, data in batch.output.items():
+                if conn_id not in closing:  # what a closed connection was sent later is never written
+                    chunks.setdefault(conn_id, []).append(data)
+            closing.update(dict.fromkeys(batch.closing))
+        self._write_batch({conn_id: b"".join(parts) for conn_id, parts in chunks.items()}, closing)
+
+    def _write_batch(self, output: dict[int, bytes], closing: Iterable[int]) -> None:
         for conn_id, data in output.items():
             protocol = self._protocols.get(conn_id)
             if protocol is not None and protocol.transport is not None and not protocol.transport.is_closing():
                 protocol.transport.write(data)
         for conn_id in closing:
             self._close(conn_id)
-        self._arm_timer()
+
+    def _abandon(self, batches: list[_Batch]) -> None:
+        """The storage could not be made durable: never confirm it; close the connections that waited for it."""
+        self._release(batches)
+        for batch in batches:
+            for conn_id in (*batch.output, *batch.closing):
+                self._close(conn_id)
 
     def _close(self, conn_id: int) -> None:
         protocol = self._protocols.get(conn_id)

@@ -24,6 +24,11 @@ class Connection:
     last_check_at: float = 0.0
     received_since_check: bool = True
     outbox: bytearray = field(default_factory=bytearray)
+    #: Replies that depend on nothing stored (credit grants), queued while ``outbox`` held no counted packet: the
+    #: transport may write them before the journal sync the outbox waits for without changing the order of counted
+    #: packets on the wire, which must stay the resend cache's order.
+    early: bytearray = field(default_factory=bytearray)
+    outbox_counted: bool = False
     sessions: dict[int, Session] = field(default_factory=dict)
     used_channels: set[int] = field(default_factory=set)
     client_id: str | None = None

@@ -184,13 +184,29 @@ class BrokerCore:
         return min(self.timers.next_ttl_check, self.timers.next_tx_scan)
 
     def take_output(self) -> dict[int, bytes]:
-        """Bytes to write, per connection (and clears them)."""
-        out: dict[int, bytes] = {}
+        """Bytes to write, per connection (and clears them); early replies first, as they were queued."""
+        early, held, _ = self.take_output_split()
+        return {conn_id: early.get(conn_id, b"") + held.get(conn_id, b"") for conn_id in (*early, *held)}
+
+    def take_output_split(self) -> tuple[dict[int, bytes], dict[int, bytes], frozenset[int]]:
+        """``(early, held, counted)``: bytes that need no journal sync, bytes that must wait for it, and the
+        connections whose held bytes include a counted (resend-cached) packet.  Writing ``early`` first keeps
+        the counted packets in cache order only if no counted packet of that connection is still held from an
+        earlier flush; the transport checks that."""
+        early: dict[int, bytes] = {}
+        held: dict[int, bytes] = {}
+        counted: set[int] = set()
         for conn_id, conn in self.connections.items():
+            if conn.early:
+                early[conn_id] = bytes(conn.early)
+                conn.early.clear()
             if conn.outbox:
-                out[conn_id] = bytes(conn.outbox)
+                held[conn_id] = bytes(conn.outbox)
                 conn.outbox.clear()
-        return out
+                if conn.outbox_counted:
+                    counted.add(conn_id)
+                conn.outbox_counted = False
+        return early, held, frozenset(counted)
 
     def take_closing(self) -> set[int]:
         """Connections the transport must close once their output is written."""
@@ -216,11 +232,21 @@ class BrokerCore:
 
     # ------------------------------------------------------------------ output
 
-    def send(self, conn: Connection, channel_id: int, packet: Packet, session: Session | None = None) -> bytes:
-        """Queue a packet; a confirmable one on a session channel enters its resend cache."""
+    def send(self, conn: Connection, channel_id: int, packet: Packet, session: Session | None = None, *,
+             needs_no_sync: bool = False) -> bytes:
+        """Queue a packet; a confirmable one on a session channel enters its resend cache.
+
+        ``needs_no_sync``: the packet confirms nothing stored (a credit grant, which Artemis also sends at once), so
+        it may go out before the journal sync -- when no counted packet is queued ahead of it."""
         frame = encode_packet(packet, channel_id, version=conn.version or CURRENT_VERSION)
-        conn.outbox += frame
-        if session is not None and packet.requires_confirmations():
+        counted = session is not None and packet.requires_confirmations()
+        if needs_no_sync and not conn.outbox_counted:
+            conn.early += frame
+        else:
+            conn.outbox += frame
+            conn.outbox_counted = conn.outbox_counted or counted
+        if counted:
+            assert session is not None
             session.send_window.sent(frame)
         return frame
 

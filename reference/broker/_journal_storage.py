@@ -21,6 +21,7 @@ transactions are not).
 from __future__ import annotations
 
 import json
+import logging
 import struct
 from collections import defaultdict
 from dataclasses import dataclass
@@ -33,8 +34,10 @@ from ._model import Address, MessageRef, Queue
 from ._session import Transaction
 
 if TYPE_CHECKING:
-    from ..journal import Journal, Recovery
+    from ..journal import Journal, PendingSync, Recovery
     from ._core import BrokerCore
+
+LOG = logging.getLogger("reference.journal")
 
 __all__ = ["ADDRESS", "MESSAGE", "QUEUE", "REF", "JournalStorage", "RecoveryReport"]
 
@@ -55,8 +58,12 @@ class RecoveryReport:
 class JournalStorage:
     """The broker's :class:`~reference.broker.Storage` on a :class:`~reference.journal.Journal`."""
 
-    def __init__(self, journal: Journal) -> None:
+    def __init__(self, journal: Journal, *, compact_min_files: int = 10, compact_percentage: int = 30) -> None:
         self.journal = journal
+        self.compact_min_files = compact_min_files
+        self.compact_percentage = compact_percentage
+        self.compactions = 0
+        self._files_judged = 0  # the data-file count compaction was last judged at
         self._address_ids: dict[str, int] = {}
         self._queue_ids: dict[str, int] = {}
         self._refs_left: dict[int, int] = defaultdict(int)  # message ID -> durable refs not yet acked
@@ -144,6 +151,29 @@ class JournalStorage:
         if self.journal.pending:
             self.journal.sync()
 
+    def begin_sync(self) -> PendingSync | None:
+        """The event loop's half of a group commit (the server runs the fsync in a worker thread).
+
+        ``None`` when nothing stored is waiting: then a failed journal is not asked (it would refuse).
+        """
+        self._compact_if_due()
+        if not self.journal.pending:
+            return None
+        return self.journal.begin_sync()
+
+    def _compact_if_due(self) -> None:
+        """Online compaction, judged once per new data file (the live-size sum is O(live)).  It runs here, on the
+        loop, between two batches: it makes every append durable, so the batch it precedes needs no fsync."""
+        files = self.journal.data_files
+        if files == self._files_judged:
+            return
+        self._files_judged = files
+        if self.journal.compaction_due(self.compact_min_files, self.compact_percentage):
+            self.journal.compact()
+            self.compactions += 1
+            self._files_judged = self.journal.data_files
+            LOG.info("journal compacted", extra={"files_before": files, "files_after": self._files_judged})
+
     # ---------------------------------------------------------------- ref IDs
 
     def take_ref_ids(self, message_id: int) -> list[int]:
@@ -230,8 +260,8 @@ class JournalStorage:
         core.session.xa.restore_prepared(xid, tx)
 
 
-def open_journal(directory: Path, *, sync: bool = True) -> tuple[Journal, Recovery]:
+def open_journal(directory: Path, *, sync: bool = True, file_size: int = 10 * 1024 * 1024) -> tuple[Journal, Recovery]:
     from ..journal import Journal
 
-    journal = Journal(directory, sync=sync)
+    journal = Journal(directory, sync=sync, file_size=file_size)
     return journal, journal.open()

@@ -160,7 +160,8 @@ class SessionHandlers:
         if isinstance(packet, SessionCloseMessage):
             self.flush_confirmations(session)
         if reply is not None:
-            self.core.send(session.connection, session.channel_id, reply, session)
+            self.core.send(session.connection, session.channel_id, reply, session,
+                           needs_no_sync=isinstance(reply, SessionProducerCreditsMessage))
 
     def confirm(self, session: Session, size: int) -> None:
         index = session.receive_window.processed(size)

@@ -12,14 +12,21 @@ State kept in memory
     or rolled back.
 
 Durability
-    Every append is one ``os.write`` to the current file (opened ``O_APPEND``):
-    it survives the death of the process at once, and a power loss only after
-    :meth:`Journal.sync`, which issues one ``fsync`` for all appends made since
-    the previous one (group commit).  Creating, renaming and deleting files is
-    followed by an ``fsync`` of the directory.  When a file is full the journal
-    fsyncs it before starting the next one, so only the last file can have a
-    torn tail.  With ``sync=False`` no ``fsync`` is issued anywhere (data still
-    survives a process kill, not a power loss).
+    Appends are kept in a memory buffer and written to the current file (opened
+    ``O_APPEND``) with one ``os.write`` when the journal syncs, when the buffer
+    reaches 1 MiB (``_WRITE_AT``), before a file rotation, a compaction or a
+    close.  An append is durable only once :meth:`Journal.sync` returns: it
+    writes the buffer and issues one ``fsync`` for all appends made since the
+    previous one (group commit); until then a process kill or a power loss may
+    lose it.  :meth:`Journal.begin_sync` splits the same work in three for an
+    owner that fsyncs in another thread: the owner's part writes the buffer and
+    returns a :class:`PendingSync`, whose :meth:`~PendingSync.wait` only calls
+    ``fsync`` (any thread) and whose :meth:`~PendingSync.done` (the owner's
+    thread again) marks those appends durable.  Creating, renaming and deleting
+    files is followed by an ``fsync`` of the directory.  When a file is full
+    the journal writes and fsyncs it before starting the next one, so only the
+    last file can have a torn tail.  With ``sync=False`` no ``fsync`` is issued
+    anywhere (written data survives a process kill, not a power loss).
 
 Recovery
     One pass over the files in order (O(n) in their size), reading one file at a
@@ -29,10 +36,13 @@ Recovery
     files are left untouched.
 
 Errors
-    An ``OSError`` while writing or syncing leaves the journal refusing further
-    work (:class:`JournalStateError`): after a failed ``fsync`` the page cache
-    can no longer be trusted, so the only safe continuation is :meth:`close`
-    and a new :class:`Journal` that recovers from what is on disk.
+    An ``OSError`` while writing or syncing (also one that :meth:`PendingSync.wait`
+    raised in another thread, passed to :meth:`PendingSync.done`) leaves the
+    journal refusing further work (:class:`JournalStateError`): after a failed
+    ``fsync`` the page cache can no longer be trusted, so the only safe
+    continuation is :meth:`close` and a new :class:`Journal` that recovers from
+    what is on disk.  Appends still in the buffer then are dropped: none of them
+    was ever reported durable.
 """
 
 from __future__ import annotations
@@ -65,11 +75,14 @@ from ._format import (
     parse_file_name,
 )
 
-__all__ = ["Journal", "PreparedTransaction", "RecordInfo", "Recovery"]
+__all__ = ["Journal", "PendingSync", "PreparedTransaction", "RecordInfo", "Recovery"]
 
 _LOCK_NAME = "journal.lock"
 _MANIFEST_TMP = MANIFEST_NAME + ".tmp"
 _NEW, _OPEN, _FAILED, _CLOSED = "new", "open", "failed", "closed"
+# Buffered appends are written once they reach this size: one syscall per batch of records, while the memory held
+# (and the data a process kill loses before the next sync) stays bounded.
+_WRITE_AT = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +165,35 @@ def _check_u64(name: str, value: int) -> None:
         raise ValueError(f"{name} must be in 0..2**64-1, got {value}")
 
 
+class PendingSync:
+    """One group commit under way: appends written, their ``fsync`` not yet done.
+
+    Made by :meth:`Journal.begin_sync`.  Call :meth:`wait` (in any thread: it only
+    calls ``fsync`` on a file descriptor the journal keeps open until :meth:`done`),
+    then :meth:`done` once, in the journal owner's thread, with what ``wait`` raised.
+    """
+
+    __slots__ = ("_fd", "_finished", "_journal", "_upto")
+
+    def __init__(self, journal: Journal, fd: int, upto: int) -> None:
+        self._journal = journal
+        self._fd = fd  # -1: fsync disabled, nothing to wait for
+        self._upto = upto  # the appends made before it began are durable once it is done
+        self._finished = False
+
+    def wait(self) -> None:
+        """Block until the appends are on disk (touches no journal state: safe in a worker thread)."""
+        if self._fd >= 0:
+            os.fsync(self._fd)
+
+    def done(self, error: BaseException | None = None) -> None:
+        """Back in the owner's thread: mark the appends durable, or fail the journal with ``wait``'s error."""
+        if self._finished:
+            raise RuntimeError("PendingSync.done() called twice")
+        self._finished = True
+        self._journal._end_sync(self._fd, self._upto, error)
+
+
 class Journal:
     """An append-only record store with transactions, group commit and compaction.
 
@@ -172,8 +214,13 @@ class Journal:
         self._first_sequence = 0
         self._sequence = 0  # sequence of the current (last) file
         self._fd = -1
-        self._file_bytes = 0
-        self._pending = 0
+        self._file_bytes = 0  # the current file's size once the buffer is written
+        self._buffer: list[bytes] = []  # encoded records not yet written
+        self._buffered = 0  # their bytes
+        self._appended = 0  # appends since open
+        self._durable = 0  # how many of them are durable: pending = appended - durable
+        self._busy: dict[int, int] = {}  # fd -> PendingSyncs that still have to fsync it
+        self._retired: set[int] = set()  # fds no longer written, closed once no PendingSync needs them
         self._lock_fd = -1
 
     # -- lifecycle ------------------------------------------------------------------------------------------
@@ -196,9 +243,11 @@ class Journal:
     def close(self) -> None:
         """Sync what is pending (unless the journal failed) and release the directory; idempotent."""
         try:
-            if self._state == _OPEN and self._pending:
+            if self._state == _OPEN and self.pending:
                 self.sync()
         finally:
+            self._buffer.clear()  # only left when the journal failed: none of it was reported durable
+            self._buffered = 0
             self._release()
             self._state = _CLOSED
 
@@ -212,12 +261,26 @@ class Journal:
         self._lock_fd = fd
 
     def _release(self) -> None:
-        for attr in ("_fd", "_lock_fd"):
-            fd = getattr(self, attr)
-            if fd >= 0:
-                setattr(self, attr, -1)
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+        fd, self._fd = self._fd, -1
+        self._retire(fd)
+        fd, self._lock_fd = self._lock_fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def _retire(self, fd: int) -> None:
+        """Close a data file's fd now, or when the last :class:`PendingSync` fsyncing it is done.
+
+        A worker thread may be in ``fsync(fd)``: closing it under that thread would make
+        the fsync fail, or (the number reused) fsync another file.
+        """
+        if fd < 0:
+            return
+        if self._busy.get(fd):
+            self._retired.add(fd)
+            return
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
     def _check_open(self) -> None:
         if self._state == _OPEN:
@@ -335,19 +398,35 @@ class Journal:
         try:
             if self._file_bytes + len(record) > self._file_size:
                 self._rotate()
-            _write_all(self._fd, record)
+            elif self._buffered + len(record) > _WRITE_AT:
+                self._write_buffer()
         except OSError as error:
             self._fail(error)
             raise
+        self._buffer.append(record)
+        self._buffered += len(record)
         self._file_bytes += len(record)
-        self._pending += 1
+        self._appended += 1
         self._apply(RawRecord(kind, tx_id, record_id, user_type, payload, len(record)))
 
+    def _write_buffer(self) -> None:
+        """Write the buffered records to the current file with one ``os.write``."""
+        if not self._buffer:
+            return
+        data = self._buffer[0] if len(self._buffer) == 1 else b"".join(self._buffer)
+        _write_all(self._fd, data)
+        self._buffer.clear()
+        self._buffered = 0
+
     def _rotate(self) -> None:
+        # Synchronous fsync (also while a PendingSync fsyncs the same file): every append made so far is in this
+        # file, so once it is durable they all are, and only the last file can ever have a torn tail.
+        self._write_buffer()
         if self._fsync_enabled:
             os.fsync(self._fd)
-        os.close(self._fd)
-        self._fd = -1
+        self._durable = self._appended
+        fd, self._fd = self._fd, -1
+        self._retire(fd)
         self._sequence += 1
         self._fd = self._create_file(self._generation, self._sequence)
         self._file_bytes = FILE_HEADER_SIZE
@@ -366,22 +445,59 @@ class Journal:
         return fd
 
     def sync(self) -> None:
-        """Make every append so far durable with one ``fsync`` (a no-op when nothing is pending)."""
-        self._check_open()
-        if not self._pending:
+        """Make every append so far durable with one write and one ``fsync`` (a no-op when nothing is pending)."""
+        pending = self.begin_sync()
+        if pending is None:
             return
-        if self._fsync_enabled:
-            try:
-                os.fsync(self._fd)
-            except OSError as error:
-                self._fail(error)
-                raise
-        self._pending = 0
+        try:
+            pending.wait()
+        except BaseException as error:
+            pending.done(error)
+            raise
+        pending.done()
+
+    def begin_sync(self) -> PendingSync | None:
+        """Start a group commit of every append so far: write them, return the ``fsync`` still to do.
+
+        ``None`` when nothing is pending.  Otherwise the caller runs
+        :meth:`PendingSync.wait` (possibly in a worker thread, while this journal
+        goes on appending here) and then :meth:`PendingSync.done`: only then are
+        these appends durable.  Several may be under way; each covers the appends
+        made before it began.
+        """
+        self._check_open()
+        if not self.pending:
+            return None
+        try:
+            self._write_buffer()
+        except OSError as error:
+            self._fail(error)
+            raise
+        if not self._fsync_enabled:
+            return PendingSync(self, -1, self._appended)
+        self._busy[self._fd] = self._busy.get(self._fd, 0) + 1
+        return PendingSync(self, self._fd, self._appended)
+
+    def _end_sync(self, fd: int, upto: int, error: BaseException | None) -> None:
+        if fd >= 0:
+            left = self._busy.pop(fd) - 1
+            if left:
+                self._busy[fd] = left
+            elif fd in self._retired:
+                self._retired.discard(fd)
+                self._retire(fd)
+        if error is None:
+            self._durable = max(self._durable, upto)
+        elif isinstance(error, Exception) and self._state == _OPEN:
+            self._fail(error)  # an interrupted wait (KeyboardInterrupt, ...) leaves the appends pending instead
 
     @property
     def pending(self) -> int:
-        """Appends since the last :meth:`sync` (or open/compact): not yet acknowledged as durable."""
-        return self._pending
+        """Appends not yet durable: made since the last completed sync (or open, rotation, compaction).
+
+        Appends covered by a :class:`PendingSync` still count until it is done.
+        """
+        return self._appended - self._durable
 
     # -- applying records to the in-memory state ------------------------------------------------------------
 
@@ -584,6 +700,7 @@ class Journal:
         """
         self._check_open()
         try:
+            self._write_buffer()  # a crash before the switch recovers the old set: with every append made so far
             self._compact()
         except OSError as error:
             self._fail(error)
@@ -618,12 +735,32 @@ class Journal:
         old_fd, self._fd = self._fd, fd
         self._generation, self._first_sequence, self._sequence = generation, first, sequence
         self._file_bytes = size
-        self._pending = 0
-        os.close(old_fd)
+        self._durable = self._appended
+        self._retire(old_fd)
         for path in old:
             path.unlink()
         if self._fsync_enabled:
             _fsync_dir(self._dir)
+
+    @property
+    def data_files(self) -> int:
+        """Data files of the live generation."""
+        return self._sequence - self._first_sequence + 1
+
+    def live_bytes(self) -> int:
+        """What a compaction would write: the committed records and the unfinished transactions (O(live))."""
+        size = sum(RECORD_OVERHEAD + len(info.payload) for info in self._live.values())
+        for tx in self._txs.values():
+            size += sum(RECORD_OVERHEAD + len(info.payload) for info in tx.writes.values())
+            size += RECORD_OVERHEAD * len(tx.deletes) + (RECORD_OVERHEAD + len(tx.data) if tx.prepared else 0)
+        return size
+
+    def compaction_due(self, min_files: int, percentage: int) -> bool:
+        """Artemis's rule (``journal-compact-min-files``, ``journal-compact-percentage``): more data files than
+        ``min_files`` and live data under ``percentage`` % of their capacity.  A percentage of 0 never compacts."""
+        if percentage <= 0 or self.data_files <= min_files:
+            return False
+        return self.live_bytes() * 100 < self.data_files * self._file_size * percentage
 
     def _live_records(self) -> Iterator[bytes]:
         """The records of a compacted journal, one at a time (memory stays at the live set)."""

@@ -12,6 +12,7 @@ from codec import (
     CreateSessionMessage_V2,
     CreateSessionResponseMessage,
     ExceptionType,
+    FrameDecoder,
     NullResponseMessage,
     PacketsConfirmedMessage,
     Ping,
@@ -23,8 +24,10 @@ from codec import (
     SessionCommitMessage,
     SessionConsumerFlowCreditMessage,
     SessionCreateConsumerMessage,
+    SessionProducerCreditsMessage,
     SessionQueueQueryResponseMessage_V3,
     SessionReceiveMessage,
+    SessionRequestProducerCreditsMessage,
     SessionSendMessage,
     SessionStart,
     SessionXACommitMessage,
@@ -228,3 +231,37 @@ def test_bad_input_gets_an_exception_and_closes_only_that_connection(data: bytes
     assert bad.closed_by_broker
     _queue(good)
     assert _send(good, b"still fine")[-1].packet == NullResponseMessage(-2)
+
+
+
+def _types(data: bytes) -> list[type]:
+    decoder = FrameDecoder(version=136)
+    decoder.feed(data)
+    return [type(frame.packet) for frame in decoder]
+
+
+def test_a_credit_grant_is_early_output_unless_a_counted_reply_is_queued_ahead_of_it() -> None:
+    """The transport may write a grant before the journal sync; the core never puts one ahead of a counted reply,
+    so the counted packets keep the resend cache's order on the wire."""
+    core = new_core()
+    wire = connect(core)
+    open_session(wire, window=1 << 20)
+    _queue(wire)
+    ask = encode_packet(SessionRequestProducerCreditsMessage(65536, QUEUE), 10)
+    blocking_send = encode_packet(SessionSendMessage(CoreMessage(b"x", address=QUEUE, durable=True), True, -2, 0), 10)
+    session = core.connections[1].sessions[10]
+    cached_before = len(list(session.send_window.replay_after(-1)))
+
+    core.receive(1, ask, 0.0)
+    early, held, counted = core.take_output_split()
+    assert _types(early[1]) == [SessionProducerCreditsMessage]
+    assert 1 not in held
+    assert not counted
+
+    core.receive(1, blocking_send + ask, 0.0)  # the send's NULL_RESPONSE is counted and waits for the sync
+    early, held, counted = core.take_output_split()
+    assert early == {}
+    assert _types(held[1]) == [NullResponseMessage, SessionProducerCreditsMessage]
+    assert counted == {1}
+    cache = b"".join(list(session.send_window.replay_after(-1))[cached_before:])
+    assert _types(cache) == [SessionProducerCreditsMessage, NullResponseMessage, SessionProducerCreditsMessage]

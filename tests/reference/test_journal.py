@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ from reference.journal import (
     RecordInfo,
     Recovery,
 )
-from reference.journal._format import FILE_HEADER_SIZE, MANIFEST_NAME, parse_file_name
+from reference.journal._format import FILE_HEADER_SIZE, MANIFEST_NAME, RECORD_OVERHEAD, parse_file_name
 
 
 def reopen(directory: Path, **kwargs: Any) -> Recovery:
@@ -476,3 +478,266 @@ def test_crash_at_any_step_of_compaction_recovers_old_or_new_state(tmp_path: Pat
     j.compact()
     j.close()
     assert reopen(directory, file_size=512).records == (*expected.records, RecordInfo(1000, 0, b"after the crash"))
+
+
+# -- write coalescing and the split sync -------------------------------------------------------------------
+
+
+def file_sizes(directory: Path) -> int:
+    return sum(p.stat().st_size for p in data_files(directory))
+
+
+def test_appends_are_buffered_and_written_with_one_write_at_sync(
+    journal: Journal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "j"
+    writes: list[int] = []
+    real = os.write
+
+    def counting_write(fd: int, data: bytes) -> int:
+        writes.append(len(data))
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", counting_write)
+    before = file_sizes(directory)
+    for record_id in range(50):
+        journal.add(record_id, 0, b"payload %d" % record_id)
+    assert writes == []
+    assert file_sizes(directory) == before  # nothing promised before sync(), so nothing written yet
+    journal.sync()
+    assert len(writes) == 1
+    assert file_sizes(directory) == before + writes[0]
+    journal.close()
+    assert [r.record_id for r in reopen(directory).records] == list(range(50))
+
+
+def test_a_full_buffer_is_written_before_sync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reference.journal import _journal
+
+    monkeypatch.setattr(_journal, "_WRITE_AT", 300)
+    j = Journal(tmp_path)
+    j.open()
+    size = file_sizes(tmp_path)
+    for record_id in range(20):
+        j.add(record_id, 0, bytes(40))
+    written = file_sizes(tmp_path) - size
+    assert 0 < written < 20 * (RECORD_OVERHEAD + 40)
+    assert j.pending == 20  # written is not durable
+    j.close()
+    assert len(reopen(tmp_path).records) == 20
+
+
+def test_rotation_writes_and_fsyncs_the_buffered_records_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append("fsync"), real_fsync(fd))[1])
+    j = Journal(tmp_path, file_size=256)
+    j.open()
+    calls.clear()
+    for record_id in range(3):
+        j.add(record_id, 1, bytes(40))  # three fit in the first file
+    assert len(data_files(tmp_path)) == 1
+    assert calls == []
+    assert j.pending == 3
+    j.add(3, 1, bytes(40))  # does not fit: the file is written, fsynced and a new one started
+    files = data_files(tmp_path)
+    assert len(files) == 2
+    assert "fsync" in calls
+    assert files[0].stat().st_size == FILE_HEADER_SIZE + 3 * (RECORD_OVERHEAD + 40)
+    assert j.pending == 1  # the rotation made the first three durable
+    j.close()
+    assert [r.record_id for r in reopen(tmp_path, file_size=256).records] == [0, 1, 2, 3]
+
+
+def test_begin_sync_lets_appends_go_on_while_the_fsync_runs_in_a_thread(journal: Journal, tmp_path: Path) -> None:
+    journal.add(1, 0, b"covered")
+    pending = journal.begin_sync()
+    assert pending is not None
+    journal.add(2, 0, b"made while the fsync runs")
+    assert journal.pending == 2
+    worker = threading.Thread(target=pending.wait)
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive()
+    pending.done()
+    assert journal.pending == 1  # record 2 waits for the next sync
+    with pytest.raises(RuntimeError, match="twice"):
+        pending.done()
+    assert journal.begin_sync() is not None
+
+
+def test_begin_sync_with_nothing_pending_is_none(journal: Journal) -> None:
+    assert journal.begin_sync() is None
+    journal.add(1, 0, b"x")
+    journal.sync()
+    assert journal.begin_sync() is None
+
+
+def test_rotation_during_a_sync_keeps_the_old_file_open_until_it_is_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    closed: list[int] = []
+    real_close = os.close
+    monkeypatch.setattr(os, "close", lambda fd: (closed.append(fd), real_close(fd))[1])
+    j = Journal(tmp_path, file_size=256)
+    j.open()
+    j.add(0, 1, bytes(50))
+    pending = j.begin_sync()
+    assert pending is not None
+    old_fd = pending._fd
+    closed.clear()  # from here on, a close of that number can only be of the old file
+    for record_id in range(1, 8):
+        j.add(record_id, 1, bytes(50))  # rotates at least once
+    assert len(data_files(tmp_path)) >= 2
+    assert old_fd not in closed
+    pending.wait()  # an fsync of the old file: its fd is still valid
+    pending.done()
+    assert old_fd in closed
+    j.close()
+    assert [r.record_id for r in reopen(tmp_path, file_size=256).records] == list(range(8))
+
+
+def test_close_during_a_sync_closes_the_file_when_it_is_done(tmp_path: Path) -> None:
+    j = Journal(tmp_path)
+    j.open()
+    j.add(1, 0, b"x")
+    pending = j.begin_sync()
+    assert pending is not None
+    j.add(2, 0, b"y")
+    j.close()  # syncs record 2 itself; record 1's fsync is still under way
+    pending.wait()
+    pending.done()
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(pending._fd)
+    assert [r.record_id for r in reopen(tmp_path).records] == [1, 2]
+
+
+def test_a_failed_fsync_puts_the_journal_in_its_failed_state(journal: Journal, monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing_fsync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    journal.add(1, 0, b"x")
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(OSError, match="Input/output error"):
+        journal.sync()
+    assert journal.pending == 1
+    with pytest.raises(JournalStateError, match="failed earlier"):
+        journal.add(2, 0, b"y")
+    with pytest.raises(JournalStateError, match="failed earlier"):
+        journal.sync()
+
+
+def test_a_failed_fsync_in_a_worker_thread_fails_the_journal_at_done(
+    journal: Journal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing_fsync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    journal.add(1, 0, b"x")
+    pending = journal.begin_sync()
+    assert pending is not None
+    journal.add(2, 0, b"y")  # still allowed: the failure is not known yet
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    errors: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            pending.wait()
+        except OSError as error:
+            errors.append(error)
+
+    worker = threading.Thread(target=wait)
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive()
+    assert len(errors) == 1
+    pending.done(errors[0])
+    assert journal.pending == 2
+    with pytest.raises(JournalStateError, match=r"failed earlier.*Input/output error"):
+        journal.add(3, 0, b"z")
+
+
+def test_unsynced_appends_recover_as_a_consistent_prefix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a kill leaves (the files as they are, the buffer lost): everything synced, then some prefix of
+    the appends made after, whole records and whole transactions only."""
+    from reference.journal import _journal
+
+    monkeypatch.setattr(_journal, "_WRITE_AT", 200)  # part of the unsynced appends reaches the file
+    directory = tmp_path / "live"
+    j = Journal(directory)
+    j.open()
+    for record_id in range(10):
+        j.add(record_id, 0, b"synced %d" % record_id)
+    j.sync()
+    for n in range(10):  # transaction n replaces record n with record 1000 + n
+        j.add_tx(n, 1000 + n, 0, bytes(30))
+        j.delete_tx(n, n)
+        j.commit(n)
+    crashed = tmp_path / "crashed"
+    shutil.copytree(directory, crashed)  # the files at the kill
+    j.close()
+
+    recovery = reopen(crashed)
+    ids = [r.record_id for r in recovery.records]
+    assert recovery.torn_bytes == 0
+    assert recovery.discarded_transactions <= 1  # at most one transaction cut by a buffer boundary
+    committed = sum(1000 + n in ids for n in range(10))
+    assert 0 < committed < 10  # some reached the file, the last one was still in the buffer
+    assert ids == [*range(committed, 10), *range(1000, 1000 + committed)]  # a prefix, every transaction whole
+
+
+def test_a_group_written_by_one_sync_and_cut_in_the_middle_is_a_torn_tail(journal: Journal, tmp_path: Path) -> None:
+    directory = tmp_path / "j"
+    journal.add(1, 0, b"first group")
+    journal.sync()
+    size = file_sizes(directory)
+    for record_id in range(2, 6):
+        journal.add(record_id, 0, bytes(20))
+    journal.sync()
+    journal.close()
+    (path,) = data_files(directory)
+    record = (path.stat().st_size - size) // 4
+    path.write_bytes(path.read_bytes()[: size + 2 * record + 7])
+    recovery = reopen(directory)
+    assert [r.record_id for r in recovery.records] == [1, 2, 3]
+    assert recovery.torn_bytes == 7
+
+
+def test_compaction_is_due_by_artemis_rule_files_over_minimum_and_live_under_percentage(tmp_path: Path) -> None:
+    j = Journal(tmp_path, file_size=256)
+    j.open()
+    for record_id in range(60):
+        j.add(record_id, 1, bytes(20))
+    assert j.data_files > 4
+    assert j.live_bytes() == 60 * (RECORD_OVERHEAD + 20)
+    assert not j.compaction_due(4, 30)  # nearly everything is live
+    for record_id in range(55):
+        j.delete(record_id)
+    assert j.live_bytes() == 5 * (RECORD_OVERHEAD + 20)
+    assert j.compaction_due(4, 30)
+    assert not j.compaction_due(j.data_files, 30)  # not more files than the minimum
+    assert not j.compaction_due(4, 0)  # 0 % turns compaction off, as in Artemis
+    j.close()
+
+
+def test_storage_compacts_online_when_a_new_file_makes_it_due_and_nothing_is_lost(tmp_path: Path) -> None:
+    from reference.broker._journal_storage import JournalStorage
+
+    j = Journal(tmp_path, file_size=512)
+    j.open()
+    storage = JournalStorage(j, compact_min_files=3, compact_percentage=30)
+    most_files = 0
+    for record_id in range(400):
+        j.add(record_id, 1, bytes(16))
+        if record_id >= 3:
+            j.delete(record_id - 3)  # three records live at any time: the rest is garbage
+        pending = storage.begin_sync()
+        if pending is not None:
+            pending.wait()
+            pending.done()
+        most_files = max(most_files, j.data_files)
+    assert storage.compactions > 0
+    assert most_files <= 4  # compacted whenever a fourth file appeared with ~nothing live
+    j.close()
+    recovery = reopen(tmp_path, file_size=512)
+    assert [r.record_id for r in recovery.records] == [397, 398, 399]
