@@ -24,11 +24,11 @@ setup: $(BIN)/python system-deps
 	$(BIN)/python -m conformance.artemis fetch
 	$(BIN)/python -m conformance.artemis build-tools
 
-# The main job.  For now: the codec proven against the real Artemis (vectors made
-# by Artemis's classes, and Artemis decoding ours), then the codec benchmark.
+# The main job: the conformance suite against the embedded reference broker, evidence
+# and allure results under evidence/<run-id>/ (issue 6 adds the report built from them).
 main: setup
-	$(BIN)/pytest -q tests/codec tests/artemis
-	$(BIN)/python benchmarks/codec_bench.py --quick
+	$(BIN)/python -m conformance run --target reference --evidence-dir evidence
+	@echo "evidence written under $(CURDIR)/evidence/ (newest run last: ls -t evidence | head -1)"
 
 # pyenv hides Pythons that are installed but not selected; put every installed
 # 3.12/3.13 on PATH (at the end) so tox finds them.  Where none exist, tox skips

@@ -214,7 +214,7 @@ class BrokerCore:
         return closing
 
     def shutdown(self) -> None:
-        """Flush confirmations and say DISCONNECT to every client (broker stopping)."""
+        """Flush confirmations, say DISCONNECT to every client and end every session (broker stopping)."""
         for conn in list(self.connections.values()):
             for session in conn.sessions.values():
                 self.session.flush_confirmations(session)
@@ -229,6 +229,10 @@ class BrokerCore:
             self.send(conn, PING_CHANNEL, packet)
             conn.closing = True
             self.to_close.add(conn.conn_id)
+        # As Artemis's stop: every session ends, so deliveries in flight are cancelled and their delivery counts
+        # stored (a message redelivered after a graceful restart carries the redelivered mark).
+        for session in list(self.sessions_by_name.values()):
+            self.session.close_session(session, failed=True)
 
     # ------------------------------------------------------------------ output
 

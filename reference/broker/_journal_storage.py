@@ -9,6 +9,10 @@ MESSAGE     the message buffer as it travels in SESS_SEND (``codec.encode_messag
             record ID = message ID
 REF         8-byte message ID + UTF-8 queue name: the message is on that queue;
             acknowledging deletes the REF, the last ack also deletes the MESSAGE
+REF_COUNTED a REF updated when its delivery was cancelled (rollback, consumer or
+            session close): 8-byte message ID, 4-byte delivery count, queue name;
+            as Artemis, which writes the count on cancel, so a redelivery after a
+            graceful restart still carries the redelivered mark
 ==========  =========================================================================
 
 Local transactions write their records with the journal transaction at commit;
@@ -39,10 +43,11 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger("reference.journal")
 
-__all__ = ["ADDRESS", "MESSAGE", "QUEUE", "REF", "JournalStorage", "RecoveryReport"]
+__all__ = ["ADDRESS", "MESSAGE", "QUEUE", "REF", "REF_COUNTED", "JournalStorage", "RecoveryReport"]
 
-ADDRESS, QUEUE, MESSAGE, REF = 1, 2, 3, 4
+ADDRESS, QUEUE, MESSAGE, REF, REF_COUNTED = 1, 2, 3, 4, 5
 _MESSAGE_ID = struct.Struct(">q")
+_COUNTED = struct.Struct(">qi")  # message ID, delivery count
 
 
 @dataclass(frozen=True)
@@ -136,7 +141,12 @@ class JournalStorage:
             self._refs_left.pop(message_id, None)
 
     def delivery_counted(self, ref: MessageRef) -> None:
-        return None  # Artemis does not persist delivery counts by default either
+        """A delivered ref went back to its queue: keep its delivery count.  Artemis writes it at this point
+        (not before each delivery, by default), so a kill -9 between delivery and cancel loses it there too."""
+        if ref.record_id == 0 or ref.delivery_count <= 0 or not self.journal.is_live(ref.record_id):
+            return  # not durable, never delivered, or its REF is still inside an unfinished transaction
+        self.journal.update(ref.record_id, REF_COUNTED,
+                            _COUNTED.pack(ref.message_id, ref.delivery_count) + ref.queue.name.encode())
 
     def tx_prepare(self, tx_id: int, xid: Xid) -> None:
         self.journal.prepare(tx_id, encode_xid(xid))
@@ -189,7 +199,7 @@ class JournalStorage:
         post_office = core.post_office
         highest = 0
         messages: dict[int, CoreMessage] = {}
-        refs: list[tuple[int, bytes]] = []
+        refs: list[tuple[int, bytes, int]] = []  # record ID, REF payload, delivery count
         for record in recovery.records:
             highest = max(highest, record.record_id)
             if record.user_type == ADDRESS:
@@ -206,11 +216,15 @@ class JournalStorage:
             elif record.user_type == MESSAGE:
                 messages[record.record_id] = decode_message(record.payload)
             elif record.user_type == REF:
-                refs.append((record.record_id, record.payload))
+                refs.append((record.record_id, record.payload, 0))
+            elif record.user_type == REF_COUNTED:
+                message_id, count = _COUNTED.unpack_from(record.payload)
+                refs.append((record.record_id, _MESSAGE_ID.pack(message_id) + record.payload[_COUNTED.size:], count))
         by_record: dict[int, MessageRef] = {}
-        for record_id, payload in sorted(refs):
+        for record_id, payload, count in sorted(refs):
             ref = self._ref(post_office, messages, record_id, payload)
             if ref is not None:
+                ref.delivery_count = count
                 ref.queue.push_back(ref)
                 by_record[record_id] = ref
         for prepared in recovery.prepared:

@@ -482,12 +482,16 @@ class SessionHandlers:
 
     def _close_consumer(self, session: Session, packet: SessionConsumerCloseMessage) -> Packet | None:
         consumer = self._consumer(session, packet.consumer_id)
-        self._remove_consumer(consumer)
+        self._remove_consumer(consumer, failed=False)
         return self.null_response(session)
 
-    def _remove_consumer(self, consumer: Consumer) -> None:
+    def _remove_consumer(self, consumer: Consumer, *, failed: bool) -> None:
         refs = list(consumer.delivering.values())
         consumer.delivering.clear()
+        for ref in refs:
+            if not failed:  # as Artemis: a clean close says the client did not consume them; a failure may have
+                ref.delivery_count = max(0, ref.delivery_count - 1)  # consumed them, so their count stays
+            self.core.storage.delivery_counted(ref)
         consumer.queue.return_refs(refs)
         if consumer in consumer.queue.consumers:
             consumer.queue.consumers.remove(consumer)
@@ -570,20 +574,26 @@ class SessionHandlers:
         self.rollback_work(session, cancel_deliveries=True)
         return self.null_response(session)
 
-    def rollback_work(self, session: Session, *, cancel_deliveries: bool) -> None:
+    def rollback_work(self, session: Session, *, cancel_deliveries: bool, closing_cleanly: bool = False) -> None:
         """Discard the session's transaction; acknowledged (and, when asked, all
-        delivered but unacknowledged) messages go back for redelivery."""
+        delivered but unacknowledged) messages go back for redelivery.  A clean
+        session close does not count the unacknowledged deliveries (Artemis
+        decrements their delivery count when the consumer was not failed)."""
         refs = list(session.tx.acks)
         session.tx = Transaction()
         if cancel_deliveries:
             for consumer in session.consumers.values():
-                refs.extend(consumer.delivering.values())
+                for ref in consumer.delivering.values():
+                    if closing_cleanly:
+                        ref.delivery_count = max(0, ref.delivery_count - 1)
+                    refs.append(ref)
                 consumer.delivering.clear()
         self.return_refs(refs)
 
     def return_refs(self, refs: list[MessageRef]) -> None:
         by_queue: dict[Queue, list[MessageRef]] = {}
         for ref in refs:
+            self.core.storage.delivery_counted(ref)
             by_queue.setdefault(ref.queue, []).append(ref)
         for queue, queued in by_queue.items():
             queue.return_refs(sorted(queued, key=lambda r: r.message_id))
@@ -619,9 +629,9 @@ class SessionHandlers:
         """End a session: roll back its work, return its deliveries, drop temp queues."""
         if session.tx.xid is not None:
             self.xa.session_gone(session)
-        self.rollback_work(session, cancel_deliveries=True)
+        self.rollback_work(session, cancel_deliveries=True, closing_cleanly=not failed)
         for consumer in list(session.consumers.values()):
-            self._remove_consumer(consumer)
+            self._remove_consumer(consumer, failed=failed)
         conn: Connection = session.connection
         if conn.sessions.get(session.channel_id) is session:
             del conn.sessions[session.channel_id]

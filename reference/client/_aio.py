@@ -472,6 +472,15 @@ class Session:
     async def commit(self) -> None:
         """Commit; raises TransactionRolledBack when failover recreated the session under the transaction."""
         await self.connection._settle()
+        if self.core.rollback_only and self.core.started:
+            # The commit becomes a rollback: stop delivery first, as rollback() does, or messages the broker
+            # delivers to the recreated consumers before it rolls back stay buffered and arrive twice.
+            await self.stop()
+            try:
+                await self._call(self.core.commit())
+            finally:
+                self.start()
+            return
         await self._call(self.core.commit())
 
     async def rollback(self, *, consider_last_message_as_delivered: bool = False) -> None:

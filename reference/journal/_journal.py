@@ -311,6 +311,10 @@ class Journal:
             raise JournalStateError(self._dir, f"update of record {record_id}, which is not live")
         self._append(Kind.UPDATE, 0, record_id, user_type, payload)
 
+    def is_live(self, record_id: int) -> bool:
+        """A committed record not deleted (what :meth:`update` and :meth:`delete` accept)."""
+        return record_id in self._live
+
     def delete(self, record_id: int) -> None:
         """Delete a live record."""
         self._check_open()

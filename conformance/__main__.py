@@ -1,0 +1,142 @@
+"""``python -m conformance``: run the conformance suite, list its cases, or print the clause table.
+
+    python -m conformance run --broker-url tcp://broker:61616
+    python -m conformance run --target reference --evidence-dir evidence -- -x -k window
+    python -m conformance run --target artemis --artemis-version 2.28.0 --case 'reattach.*'
+    python -m conformance cases
+    python -m conformance clauses --level SHOULD
+
+``run`` is pytest over the kit's suite with the plugin's options (docs/conformance.md); anything it does not
+know is passed on to pytest, and its exit status is pytest's: 0 every case conforms, 1 a case failed,
+2 none failed but some were indeterminate (or pytest was interrupted), 3-5 pytest's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from conformance.cases import Case
+from conformance.clauses import LEVELS, ClauseError, load_clauses
+from conformance.plugin import SUITE_DIR, case_of
+from conformance.targets import TARGET_KINDS
+
+
+def _run_args(options: argparse.Namespace, extra: Sequence[str]) -> list[str]:
+    args: list[str] = []
+    for flag, value in (("--target", options.target), ("--artemis-version", options.artemis_version),
+                        ("--broker-url", options.broker_url), ("--broker-user", options.broker_user),
+                        ("--broker-password", options.broker_password), ("--timing-scale", options.timing_scale),
+                        ("--timing-tolerance", options.timing_tolerance), ("--evidence-dir", options.evidence_dir),
+                        ("--deviations", options.deviations)):
+        if value is not None:
+            args += [flag, str(value)]
+    for glob in options.case or ():
+        args += ["--case", glob]
+    for clause in options.clause or ():
+        args += ["--clause", clause]
+    if options.strict:
+        args.append("--strict-should")
+    extra = [a for a in extra if a != "--"]
+    # the suite unless the caller named tests of their own (a path among the extra arguments)
+    if not any(not a.startswith("-") and Path(a.split("::")[0]).exists() for a in extra):
+        args.append(str(SUITE_DIR))
+    return args + extra
+
+
+def _cmd_run(options: argparse.Namespace, extra: Sequence[str]) -> int:
+    return int(pytest.main(_run_args(options, extra)))
+
+
+class _CaseCollector:
+    """A pytest plugin that keeps the cases pytest collected."""
+
+    def __init__(self) -> None:
+        self.cases: list[Case] = []
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        self.cases = [case for case in map(case_of, items) if case is not None]
+
+
+def _cmd_cases(options: argparse.Namespace, extra: Sequence[str]) -> int:
+    collector = _CaseCollector()
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        status = pytest.main([str(SUITE_DIR), "--collect-only", "-q", "-p", "no:cacheprovider", *extra],
+                             plugins=[collector])
+    if status not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        print(output.getvalue(), end="")
+        return int(status)
+    width = max((len(c.id) for c in collector.cases), default=0)
+    for case in collector.cases:
+        print(f"{case.id:<{width}}  {case.clause}  {case.description}")
+    print(f"{len(collector.cases)} cases", file=sys.stderr)
+    return 0
+
+
+def _cmd_clauses(options: argparse.Namespace, extra: Sequence[str]) -> int:
+    try:
+        table = load_clauses(options.table)
+    except ClauseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    shown = [c for c in table.values() if options.level is None or c.level == options.level]
+    for clause in shown:
+        print(f"{clause.id}  [{clause.level}]  {clause.source}")
+        if options.verbose:
+            print(f"    {clause.text}")
+            if clause.implementation:
+                print(f"    implementation: {clause.implementation}")
+    print(f"{len(shown)} clauses", file=sys.stderr)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run the conformance suite (pytest with the kit's plugin)",
+                              description="Run the conformance suite. Options not listed here go to pytest "
+                                          "(put them after --).")
+    run.add_argument("--target", choices=TARGET_KINDS, help="the broker under test (url is implied by --broker-url)")
+    run.add_argument("--artemis-version", metavar="V", help="a pinned Artemis version (target artemis), or the "
+                                                             "declared version of a url target")
+    run.add_argument("--broker-url", metavar="URL", help="tcp://host:port of a broker the kit does not run")
+    run.add_argument("--broker-user", metavar="USER")
+    run.add_argument("--broker-password", metavar="PASSWORD")
+    run.add_argument("--timing-scale", metavar="F", help="multiply deadlines and timing tolerances by F")
+    run.add_argument("--timing-tolerance", metavar="ABS_MS,REL", help="e.g. 100,0.1")
+    run.add_argument("--evidence-dir", metavar="DIR", help="write evidence and allure results under DIR/<run-id>/")
+    run.add_argument("--deviations", metavar="FILE", help="a known-deviations file instead of the kit's")
+    run.add_argument("--case", action="append", metavar="GLOB", help="only cases whose ID matches (repeatable)")
+    run.add_argument("--clause", action="append", metavar="ID_OR_GLOB", help="only cases of these clauses "
+                                                                             "(repeatable)")
+    run.add_argument("--strict", action="store_true", help="a missed SHOULD is FAIL (pytest: --strict-should)")
+    run.set_defaults(handler=_cmd_run)
+    cases = commands.add_parser("cases", help="list the suite's case IDs (pytest --collect-only)")
+    cases.set_defaults(handler=_cmd_cases)
+    clauses = commands.add_parser("clauses", help="print the clause table")
+    clauses.add_argument("--level", choices=LEVELS, help="only clauses of this level")
+    clauses.add_argument("--table", type=Path, metavar="DIR", help="a clause table directory instead of the kit's")
+    clauses.add_argument("-v", "--verbose", action="store_true", help="print each clause's text too")
+    clauses.set_defaults(handler=_cmd_clauses)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    options, extra = parser.parse_known_args(argv)
+    if extra and options.command == "clauses":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return int(options.handler(options, extra))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

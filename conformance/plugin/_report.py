@@ -1,0 +1,61 @@
+"""What the run prints: the report header and the "conformance verdicts" summary section."""
+
+from __future__ import annotations
+
+from conformance.verdicts import Verdict
+
+from ._judge import first_line
+from ._run import RunState, target_description
+
+__all__ = ["header_lines", "summary_lines", "EXIT_MEANING"]
+
+EXIT_MEANING = {
+    0: "every case conforms",
+    1: "a case failed",
+    2: "no case failed, but some were indeterminate",
+}
+
+
+def header_lines(state: RunState) -> list[str]:
+    settings = state.settings
+    lines = [f"core conformance: target {target_description(state)}; run {state.run_id}"]
+    mode = "strict (a missed SHOULD is FAIL)" if settings.strict else "lenient (a missed SHOULD is PASS_LENIENT)"
+    lines.append(f"core conformance: {mode}; timing scale x{settings.timing_scale:g}, "
+                 f"tolerance {settings.tolerance.describe()}")
+    deviations = state.deviations_file
+    known = f"{len(state.deviations)} known deviations ({deviations})" if deviations else "no known-deviations file"
+    evidence = f"evidence {state.writer.directory}" if state.writer is not None else "no evidence (--evidence-dir)"
+    lines.append(f"core conformance: {evidence}; {known}")
+    if settings.case_globs or settings.clauses:
+        lines.append(f"core conformance: selected cases {', '.join(settings.case_globs) or '*'}; "
+                     f"clauses {', '.join(settings.clauses) or '*'}")
+    return lines
+
+
+def summary_lines(state: RunState) -> list[str]:
+    counts = state.counts()
+    known = sum(1 for r in state.results if r.judgement.deviation is not None)
+    parts = [f"{verdict} {counts[verdict]}" for verdict in Verdict if counts[verdict]]
+    total = sum(counts.values())
+    lines = [f"{total} cases against {target_description(state)}: {', '.join(parts) or 'none ran'}"
+             + (f" ({known} known deviations)" if known else "")]
+    width = max((len(r.case.id) for r in state.results), default=0)
+    for result in state.results:
+        judgement = result.judgement
+        if judgement.verdict is Verdict.PASS:
+            continue
+        reason = "" if judgement.deviation is not None else first_line(judgement.reason)
+        lines.append(f"  {result.case.id:<{width}}  {judgement.describe()}" + (f"  {reason}" if reason else ""))
+    stale = [r for r in state.results if r.judgement.stale is not None]
+    if stale:
+        lines.append("known deviations that did not reproduce (remove or correct them):")
+        for result in stale:
+            deviation = result.judgement.stale
+            assert deviation is not None
+            lines.append(f"  {result.case.id}: expected {deviation.verdict}, got {result.judgement.verdict} "
+                         f"({deviation.describe()})")
+    if state.other_failures:
+        lines.append(f"{state.other_failures} failed tests that are not conformance cases")
+    if state.exit_status is not None:
+        lines.append(f"exit status {state.exit_status}: {EXIT_MEANING.get(state.exit_status, 'see pytest')}")
+    return lines

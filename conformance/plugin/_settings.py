@@ -1,0 +1,62 @@
+"""The resolved settings of a conformance run (from the command line, the environment or the ini file;
+``_options.resolve_settings`` makes them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from conformance.oracles import DEFAULT_TOLERANCE, Tolerance
+
+__all__ = ["Settings", "SETTINGS_KEY"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    #: ``url``, ``reference`` or ``artemis``; ``None`` when no conformance option was given (plugin inert).
+    target: str | None = None
+    artemis_version: str | None = None
+    broker_url: str | None = None
+    user: str | None = None
+    password: str | None = None
+    #: Every deadline of a case is multiplied by this (a slow machine or network asks for more than 1).
+    timing_scale: float = 1.0
+    #: The timing oracle's tolerance for this run, already widened by ``timing_scale`` (its ``scale``):
+    #: pass it to ``check_schedule`` as it is.
+    tolerance: Tolerance = DEFAULT_TOLERANCE
+    case_globs: tuple[str, ...] = ()
+    clauses: tuple[str, ...] = ()
+    strict: bool = False
+    evidence_dir: Path | None = None
+    #: A known-deviations file replacing the kit's file for the target (``conformance/deviations/``).
+    deviations_file: Path | None = None
+    #: A clause table directory replacing the kit's (``conformance/clauses/``).
+    clause_table: Path | None = None
+    #: Where each value came from ("--target", "env CCK_TARGET", "ini cck_target", "default"), for messages.
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def active(self) -> bool:
+        return self.target is not None
+
+    def public(self) -> dict[str, object]:
+        """The settings as plain JSON-ready data for the evidence's run record (the password left out)."""
+        return {
+            "target": self.target, "artemis_version": self.artemis_version, "broker_url": self.broker_url,
+            "user": self.user, "password": None if self.password is None else "***",
+            "timing_scale": self.timing_scale, "tolerance": self.tolerance.to_dict(),
+            "case_globs": list(self.case_globs), "clauses": list(self.clauses), "strict": self.strict,
+            "evidence_dir": None if self.evidence_dir is None else str(self.evidence_dir),
+            "deviations_file": None if self.deviations_file is None else str(self.deviations_file),
+            "clause_table": None if self.clause_table is None else str(self.clause_table),
+            "sources": dict(self.sources),
+        }
+
+    def deadline(self, seconds: float) -> float:
+        """A case's deadline in seconds, scaled for this run."""
+        return seconds * self.timing_scale
+
+
+SETTINGS_KEY = pytest.StashKey[Settings]()

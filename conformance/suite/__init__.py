@@ -1,0 +1,1 @@
+"""The conformance suite: one module per case group (run with ``pytest --pyargs conformance.suite``)."""

@@ -1,0 +1,132 @@
+"""Connection attempts refused at the TCP level, timed where they arrive: SYNs on the loopback interface.
+
+Artemis's client counts a TCP connect that succeeds as a connection (its Netty connector returns one as
+soon as the handshake completes), so a proxy that accepts and then resets is not a refusal to it: the
+reset races with the client's own failover and can stall it for ``callTimeout``.  A refusal it counts as
+a failed attempt is ECONNREFUSED — nothing listening (``FaultProxy.pause_listening()``) — and such an
+attempt never reaches a user-space listener.  :class:`SynWatch` sees it anyway: a packet socket on ``lo``
+(needs CAP_NET_RAW) with a kernel filter that passes only SYNs without ACK; each one to a watched port is
+stamped with ``time.monotonic_ns()`` on arrival, on the same clock as the proxy's ``AttemptRecord``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass
+
+__all__ = ["SynRecord", "SynWatch", "syn_watch_available"]
+
+_ETH_P_ALL = 0x0003
+_SO_ATTACH_FILTER = 26
+_PACKET_HOST = 0
+# Classic BPF: IPv4, TCP, flags & (SYN|ACK) == SYN; everything else is dropped in the kernel.
+_FILTER = (
+    (0x28, 0, 0, 12),        # ldh [12]              ethertype
+    (0x15, 0, 7, 0x0800),    # jeq #IPv4 else drop
+    (0x30, 0, 0, 23),        # ldb [23]              IP protocol
+    (0x15, 0, 5, 6),         # jeq #TCP else drop
+    (0xB1, 0, 0, 14),        # ldxb 4*([14]&0xf)     IP header length
+    (0x50, 0, 0, 27),        # ldb [x+27]            TCP flags
+    (0x54, 0, 0, 0x12),      # and #(SYN|ACK)
+    (0x15, 0, 1, 0x02),      # jeq #SYN else drop
+    (0x06, 0, 0, 0xFFFF),    # ret accept
+    (0x06, 0, 0, 0),         # ret drop
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SynRecord:
+    """One connection attempt: a SYN from ``sport`` to ``dport``."""
+
+    ts_ns: int
+    sport: int
+    dport: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"ts_ns": self.ts_ns, "conn": self.sport, "outcome": "syn", "peer": f"127.0.0.1:{self.sport}",
+                "detail": f"SYN to port {self.dport} (seen on lo)"}
+
+
+def _open_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(_ETH_P_ALL))
+    try:
+        program = b"".join(struct.pack("HBBI", *insn) for insn in _FILTER)
+        buffer = ctypes.create_string_buffer(program)
+        fprog = struct.pack("HL", len(_FILTER), ctypes.addressof(buffer))
+        sock.setsockopt(socket.SOL_SOCKET, _SO_ATTACH_FILTER, fprog)
+        sock.bind(("lo", 0))
+        sock.settimeout(0.05)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def syn_watch_available() -> str | None:
+    """None when a SynWatch can run here, else why not."""
+    try:
+        _open_socket().close()
+    except (OSError, AttributeError) as exc:
+        return f"cannot watch SYNs on lo (needs Linux and CAP_NET_RAW): {exc}"
+    return None
+
+
+class SynWatch:
+    """Records SYNs to ``ports`` on ``lo`` from a thread, until :meth:`stop` (a context manager too)."""
+
+    def __init__(self, ports: set[int]) -> None:
+        self.ports = set(ports)
+        self.records: list[SynRecord] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._sock = _open_socket()
+        # Drain whatever the socket saw before the filter applied (a packet socket queues from creation).
+        with contextlib.suppress(TimeoutError, BlockingIOError):
+            self._sock.setblocking(False)
+            while True:
+                self._sock.recv(65535)
+        self._sock.settimeout(0.05)
+        self._thread = threading.Thread(target=self._run, name="syn-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        sock = self._sock
+        while not self._stop.is_set():
+            try:
+                data, address = sock.recvfrom(65535)
+            except (TimeoutError, BlockingIOError):
+                continue
+            except OSError:
+                return
+            now = time.monotonic_ns()
+            if address[2] != _PACKET_HOST or len(data) < 34:
+                continue  # the outgoing copy of a loopback packet, or too short to hold IP + TCP ports
+            ihl = (data[14] & 0x0F) * 4
+            if len(data) < 14 + ihl + 4:
+                continue
+            sport, dport = struct.unpack_from("!HH", data, 14 + ihl)
+            if dport in self.ports:
+                with self._lock:
+                    if self.records and self.records[-1].sport == sport and self.records[-1].dport == dport:
+                        continue  # a retransmitted SYN is the same attempt
+                    self.records.append(SynRecord(now, sport, dport))
+
+    def snapshot(self) -> list[SynRecord]:
+        with self._lock:
+            return list(self.records)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(2.0)
+        self._sock.close()
+
+    def __enter__(self) -> SynWatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

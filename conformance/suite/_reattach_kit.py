@@ -1,0 +1,326 @@
+"""Shared machinery of the reattach and window groups: a bounded runner, client settings matched to the
+target, the fault proxy in front of the target, a producer that writes a Jepsen-style history, a drain, and
+readers of the proxy's wire log.
+
+Everything waits on an event or on a wire-log predicate with a deadline scaled by the run's settings; the
+only deliberate pauses are fault durations (an outage the case imposes), never a wait for an outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from codec import CoreMessage, Packet, RoutingType, SessionSendMessage, TypedProperties
+from conformance.evidence import CaseEvidence
+from conformance.faults import FaultProxy, WireRecord
+from conformance.oracles import History, HistoryResult, check
+from conformance.plugin import Settings
+from conformance.targets import Target
+from reference.client import ClientError, ClientSettings, Connection, FailoverEvent, Producer, Session, connect
+
+__all__ = [
+    "Flow",
+    "SESSION_CHANNEL_MIN",
+    "Scenario",
+    "client_settings",
+    "confirmable_session_frames",
+    "drain",
+    "judge_history",
+    "key_of",
+    "outage",
+    "producer_elsewhere",
+    "proxied",
+    "send_keys",
+    "server_replay_problems",
+    "run",
+    "wait_event",
+    "warm_up",
+]
+
+#: Artemis numbers session channels from 10 (notes §7.1 step 6).
+SESSION_CHANNEL_MIN = 10
+#: Whole-scenario deadline in seconds (scaled by the run's timing scale).
+SCENARIO_S = 90.0
+
+
+def run(settings: Settings, scenario: Coroutine[Any, Any, None], seconds: float = SCENARIO_S) -> None:
+    """Run one case's asyncio scenario to completion within its (scaled) deadline."""
+    asyncio.run(asyncio.wait_for(scenario, settings.deadline(seconds)))
+
+
+def client_settings(target: Target, **changes: Any) -> ClientSettings:
+    """The kit's client as the reattach cases use it: reconnect forever at 100 ms, a protocol version the
+    target accepts (Artemis refuses a newer client than itself, e.g. 2.28.0 speaks 134)."""
+    base = ClientSettings(reconnect_attempts=-1, retry_interval_ms=100, max_retry_interval_ms=100,
+                          call_timeout_ms=15_000, call_failover_timeout_ms=30_000)  # fmt: skip
+    if target.protocol_version is not None:
+        base = dataclasses.replace(base, version=target.protocol_version)
+    return dataclasses.replace(base, **changes)
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    host, _, port = url.removeprefix("tcp://").rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+@asynccontextmanager
+async def proxied(target: Target, evidence: CaseEvidence) -> AsyncIterator[FaultProxy]:
+    """A fault proxy in front of the target's first node; its wire log and attempts go into the evidence
+    however the case ends."""
+    host, port = _host_port(target.url)
+    proxy = FaultProxy(host, port)
+    await proxy.start()
+    try:
+        yield proxy
+    finally:
+        await proxy.stop()
+        evidence.wire(proxy.wire_log)
+        evidence.attempts(proxy.attempts)
+
+
+async def wait_event(connection: Connection, kinds: Iterable[str], timeout: float) -> FailoverEvent:
+    """The first failover event (already recorded or still to come) whose kind is one of ``kinds`` or
+    ``gave-up``; ``TimeoutError`` after ``timeout`` seconds."""
+    wanted = {*kinds, "gave-up"}
+    for event in connection.events:
+        if event.kind in wanted:
+            return event
+    done: asyncio.Future[FailoverEvent] = asyncio.get_running_loop().create_future()
+
+    def watch(event: FailoverEvent) -> None:
+        if event.kind in wanted and not done.done():
+            done.set_result(event)
+
+    connection.add_event_listener(watch)
+    return await asyncio.wait_for(done, timeout)
+
+
+def key_of(message: CoreMessage) -> str:
+    return str(message.properties.get("key"))
+
+
+@dataclass
+class Flow:
+    """One producer's sends, recorded in a history: blocking sends complete at once, asynchronous ones when
+    the broker's answer (or the failure) resolves their future."""
+
+    producer: Producer
+    history: History
+    prefix: str
+    durable: bool
+    body: bytes = b"m"
+    process: str = "producer-1"
+    pending: list[asyncio.Future[Packet]] = field(default_factory=list)
+    sent: int = 0
+
+    def message(self, seq: int) -> CoreMessage:
+        key = f"{self.prefix}-{seq}"
+        return CoreMessage(self.body, durable=self.durable, properties=TypedProperties.of(key=key, seq=seq))
+
+    async def send_blocking(self) -> None:
+        """Send and wait for the broker's answer (whether or not the Java client would block on this send)."""
+        seq = self.sent
+        self.sent += 1
+        key = f"{self.prefix}-{seq}"
+        self.history.invoke_send(self.process, key, producer="P1", seq=seq)
+        try:
+            future = await self.producer.send_async(self.message(seq))
+            if future is None:  # no window and not a blocking send: the broker will not answer
+                self.history.info(self.process, "send", key, producer="P1", seq=seq)
+                return
+            await future
+        except ClientError:
+            self.history.info(self.process, "send", key, producer="P1", seq=seq)
+            raise
+        self.history.ok(self.process, "send", key, producer="P1", seq=seq)
+
+    async def send_async(self) -> None:
+        seq = self.sent
+        self.sent += 1
+        key = f"{self.prefix}-{seq}"
+        self.history.invoke_send(self.process, key, producer="P1", seq=seq)
+        future = await self.producer.send_async(self.message(seq))
+        if future is None:  # no answer will come (no window, non-blocking): the outcome stays unknown
+            self.history.info(self.process, "send", key, producer="P1", seq=seq)
+            return
+
+        def settle(done: asyncio.Future[Packet]) -> None:
+            if done.cancelled() or done.exception() is not None:
+                self.history.info(self.process, "send", key, producer="P1", seq=seq)
+            else:
+                self.history.ok(self.process, "send", key, producer="P1", seq=seq)
+
+        future.add_done_callback(settle)
+        self.pending.append(future)
+
+    async def send(self, blocking: bool) -> None:
+        await (self.send_blocking() if blocking else self.send_async())
+
+    async def settled(self, timeout: float) -> None:
+        """Every asynchronous answer in (errors are in the history as ``info``)."""
+        if self.pending:
+            await asyncio.wait_for(asyncio.gather(*self.pending, return_exceptions=True), timeout)
+
+
+async def drain(url: str, queue: str, history: History, settings: ClientSettings, *, quiet: float,
+                timeout: float, process: str = "drain") -> int:
+    """Consume everything left on ``queue`` over a fresh connection straight to the broker (not through the
+    proxy), recording each receipt and its acknowledgement; ends once nothing arrives for ``quiet`` s."""
+    plain = dataclasses.replace(settings, reconnect_attempts=0, block_on_acknowledge=True)
+    count = 0
+    async with await connect(url, settings=plain) as connection:
+        session = await connection.create_session()
+        consumer = await session.create_consumer(queue)
+        session.start()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline:
+            delivery = await consumer.receive(quiet)
+            if delivery is None:
+                break
+            history.received(process, key_of(delivery.message), delivery_count=delivery.delivery_count,
+                             redelivered=delivery.delivery_count > 1, producer="P1",
+                             seq=int(str(delivery.message.properties.get("seq"))))
+            await consumer.acknowledge(delivery)
+            history.ack(process, key_of(delivery.message))
+            count += 1
+    return count
+
+
+def judge_history(history: History, evidence: CaseEvidence, label: str = "") -> HistoryResult:
+    result = check(history)
+    evidence.history(history, result, label=label)
+    return result
+
+
+def confirmable_session_frames(log: Sequence[WireRecord], *, direction: str, conn: int | None = None,
+                               channel: int | None = None,
+                               actions: Iterable[str] = ("forwarded", "delayed", "duplicated")) -> list[WireRecord]:
+    """Confirmable frames on session channels in the order they were sent (connection, then position: the
+    log is in the order actions happened, and frames still queued at a cut are logged before ones written
+    just ahead of it); by default only those that reached the peer."""
+    wanted = set(actions)
+    return sorted((r for r in log
+            if r.direction == direction and r.confirmable and r.channel is not None
+            and r.channel >= SESSION_CHANNEL_MIN and (channel is None or r.channel == channel)
+            and (conn is None or r.conn == conn) and r.action in wanted), key=lambda r: (r.conn, r.seq))  # fmt: skip
+
+
+def send_keys(records: Iterable[WireRecord]) -> list[str]:
+    keys = []
+    for record in records:
+        if isinstance(record.packet, SessionSendMessage):
+            keys.append(key_of(record.packet.message))
+    return keys
+
+
+@dataclass
+class Scenario:
+    """One case's setup through the proxy: a connection, a session (its channel), a queue and a flow."""
+
+    proxy: FaultProxy
+    connection: Connection
+    session: Session
+    queue: str
+    flow: Flow
+    history: History
+
+    @property
+    def channel(self) -> int:
+        return self.session.core.channel_id
+
+    @classmethod
+    async def open(cls, proxy: FaultProxy, settings: ClientSettings, case_id: str, *, durable: bool,
+                   body: bytes = b"m", transacted: bool = False) -> Scenario:
+        connection = await connect(proxy.url, settings=settings)
+        session = await connection.create_session(transacted=transacted)
+        queue = f"cck.{case_id}.{uuid.uuid4().hex[:8]}"
+        setup = session if not transacted else await connection.create_session()
+        await setup.create_queue(queue, queue, routing_type=RoutingType.ANYCAST)
+        history = History()
+        flow = Flow(session.create_producer(queue), history, case_id, durable, body)
+        return cls(proxy, connection, session, queue, flow, history)
+
+    def stray_answers(self) -> list[Packet]:
+        """Correlated answers that matched no waiting call: the broker answered a command twice."""
+        return list(self.session.core.calls.stray)
+
+
+def last_index(records: Sequence[WireRecord], predicate: Callable[[WireRecord], bool]) -> int | None:
+    for i in range(len(records) - 1, -1, -1):
+        if predicate(records[i]):
+            return i
+    return None
+
+
+@asynccontextmanager
+async def producer_elsewhere(target: Target, settings: ClientSettings, sc: Scenario) -> AsyncIterator[Flow]:
+    """A producer on its own connection straight to the broker (the consumer's link is the one the proxy
+    cuts), writing into the scenario's history under the scenario's key prefix."""
+    plain = dataclasses.replace(settings, reconnect_attempts=0)
+    async with await connect(target.url, settings=plain) as connection:
+        session = await connection.create_session()
+        yield Flow(session.create_producer(sc.queue), sc.history, sc.flow.prefix, sc.flow.durable, sc.flow.body)
+
+
+async def warm_up(target: Target) -> None:
+    """One plain session on a freshly started broker before a case with a short connection-ttl: a cold JVM
+    can take longer than such a ttl to answer the first handshake, which would fail the case's own
+    connection before the fault it is about."""
+    async with await connect(target.url, settings=client_settings(target, reconnect_attempts=0)) as connection:
+        session = await connection.create_session()
+        await session.close()
+
+
+def _identity(packet: Packet | None) -> tuple[str, object] | None:
+    """What makes a broker packet unique on a channel: an answer's correlation ID, a delivery's message key
+    (credits grants and uncorrelated answers look alike, so they have none)."""
+    correlation = getattr(packet, "correlation_id", None)
+    if isinstance(correlation, int) and correlation != -1:
+        return ("answer", correlation)
+    message = getattr(packet, "message", None)
+    if isinstance(message, CoreMessage) and message.properties.get("key") is not None:
+        return ("delivery", key_of(message))
+    return None
+
+
+def server_replay_problems(processed: Sequence[WireRecord], missed: Sequence[WireRecord],
+                           later: Sequence[WireRecord]) -> list[str]:
+    """Judge a broker's replay on reattach (notes §9.4 step 4): its first confirmable packets on the session
+    channel of the new connection (``later``, in order) must be what the client provably missed (``missed``:
+    dropped on the way, in order), and nothing the client had processed (``processed``: forwarded to it before
+    the cut) may come again.  Packets the broker had queued but never got onto the old wire may follow the
+    missed ones; the proxy never saw them, so they are allowed.  Whether the replay precedes the
+    REATTACH_SESSION_RESP is not judged here: the documents say nothing of it (Artemis 2.44.0 replays before
+    answering, 2.28.0 after; the cases note which)."""
+    problems = []
+    head = [r.packet for r in later[:len(missed)]]
+    if head != [r.packet for r in missed]:
+        problems.append(f"the broker's replay began {[r.type_name for r in later[:len(missed) + 2]]}; the client "
+                        f"had missed {[r.type_name for r in missed]}")
+    had = {i for r in processed if (i := _identity(r.packet)) is not None}
+    again = [i for r in later if (i := _identity(r.packet)) is not None and i in had]
+    if again:
+        problems.append(f"the broker re-sent {len(again)} packet(s) the client had already processed: {again[:5]}")
+    return problems
+
+
+async def outage(proxy: FaultProxy, seconds: float) -> None:
+    """Reset the link and keep the proxy's listener closed for ``seconds`` (the fault's length, not a wait for
+    an outcome): the client's reconnect attempts are refused until it reopens, so the broker has handled the
+    drop (or let the ttl pass) before the client can reattach."""
+    if seconds <= 0:
+        assert proxy.cut_all() >= 1
+        return
+    await proxy.pause_listening()
+    try:
+        assert proxy.cut_all() >= 1
+        await asyncio.sleep(seconds)
+    finally:
+        await proxy.resume_listening()

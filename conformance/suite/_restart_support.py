@@ -1,0 +1,263 @@
+"""Shared machinery of the restart, failover-transaction and DTX groups: client settings for the target,
+the three ways a case breaks the connection (cut by a proxy, graceful stop, kill -9, each followed by a start),
+an ordered log of failure-listener calls and failover events, and queue draining into a history.
+
+Every wait is bounded: a case runs under ``run(settings, coroutine, seconds)`` (``asyncio.wait_for`` with the
+run's scaled deadline) and each step waits on an event with its own deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Literal
+
+from codec import CURRENT_VERSION, CoreMessage, RoutingType, TypedProperties
+from conformance.cases import Case
+from conformance.evidence import CaseEvidence
+from conformance.faults import FaultProxy
+from conformance.oracles import History, check
+from conformance.plugin import Settings
+from conformance.targets import KILL, RESTART, Node, Target
+from reference.client import (
+    ClientError,
+    ClientSettings,
+    Connection,
+    Consumer,
+    Delivery,
+    FailoverEvent,
+    Session,
+    connect,
+)
+
+__all__ = [
+    "Trigger",
+    "Disruption",
+    "Watch",
+    "client_settings",
+    "consumers_gone",
+    "drain",
+    "ensure_queue",
+    "judge_redelivery",
+    "key_of",
+    "message",
+    "queue_for",
+    "run",
+    "wait_until",
+]
+
+#: cut: the proxy resets the TCP connection (the broker keeps running); stop: graceful stop then start;
+#: kill: SIGKILL then start.
+Trigger = Literal["cut", "stop", "kill"]
+
+#: the client's retry interval while a broker restarts (a JVM takes seconds; the attempts are cheap)
+RETRY_MS = 100
+#: how long a "nothing more arrives" check listens, in (unscaled) seconds
+QUIET_S = 1.0
+#: how long one receive of an expected message may take, in (unscaled) seconds
+RECEIVE_S = 10.0
+
+
+def run(settings: Settings, scenario: Coroutine[Any, Any, None], seconds: float) -> None:
+    """Run a case's scenario on a fresh event loop, bounded by the run's scaled deadline."""
+    asyncio.run(asyncio.wait_for(scenario, settings.deadline(seconds)))
+
+
+def client_settings(target: Target, **changes: Any) -> ClientSettings:
+    """The kit client's settings for this target: the newest protocol version both sides speak, quick
+    reconnect attempts, blocking sends (so every send in a history is confirmed), bounded calls."""
+    version = CURRENT_VERSION if target.protocol_version is None else min(CURRENT_VERSION, target.protocol_version)
+    base = ClientSettings(version=version, reconnect_attempts=-1, retry_interval_ms=RETRY_MS,
+                          max_retry_interval_ms=RETRY_MS, call_timeout_ms=20_000, call_failover_timeout_ms=60_000,
+                          block_on_non_durable_send=True)
+    return dataclasses.replace(base, **changes)
+
+
+def queue_for(case: Case) -> str:
+    """A queue name of its own for each run of a case (cases share the broker and may leave messages)."""
+    return f"cck.{case.id}.{uuid.uuid4().hex[:8]}"
+
+
+def message(key: str, seq: int, *, durable: bool = True) -> CoreMessage:
+    return CoreMessage(key.encode(), durable=durable, properties=TypedProperties.of(key=key, seq=seq))
+
+
+def key_of(delivery: Delivery) -> str:
+    value = delivery.message.properties.get("key")
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+async def wait_until(predicate: Callable[[], bool], seconds: float, what: str) -> None:
+    """Poll ``predicate`` until it holds, at most ``seconds``; a miss raises TimeoutError naming ``what``."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{what}: not within {seconds:.1f} s")
+        await asyncio.sleep(0.01)
+
+
+class Watch:
+    """One ordered log of a connection's failure-listener calls and failover events, with waits on it."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.log: list[tuple[str, float, str]] = []
+        self._changed = asyncio.Event()
+        connection.add_failure_listener(self._failed)
+        connection.add_event_listener(self._event)
+
+    def _failed(self, error: ClientError) -> None:
+        self.log.append(("listener", time.monotonic(), str(error)))
+        self._changed.set()
+
+    def _event(self, event: FailoverEvent) -> None:
+        self.log.append((event.kind, time.monotonic(), event.detail))
+        self._changed.set()
+
+    @property
+    def kinds(self) -> list[str]:
+        return [kind for kind, _, _ in self.log]
+
+    def mark(self) -> int:
+        return len(self.log)
+
+    async def until(self, kinds: tuple[str, ...], seconds: float, *, since: int = 0) -> str:
+        """Wait until one of ``kinds`` is logged at or after index ``since``; returns which one."""
+        deadline = time.monotonic() + seconds
+        while True:
+            for kind, _, _ in self.log[since:]:
+                if kind in kinds:
+                    return kind
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"none of {kinds} within {seconds:.1f} s; log: {self.kinds[since:]}")
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        start = self.log[0][1] if self.log else 0.0
+        return [{"kind": k, "offset_s": round(t - start, 4), "detail": d} for k, t, d in self.log]
+
+
+class Disruption:
+    """Breaks a connection by one trigger.  ``cut`` needs the client to connect through :attr:`url` (a fault
+    proxy in front of the node); ``stop`` and ``kill`` stop or kill the node and start it again."""
+
+    def __init__(self, target: Target, trigger: Trigger) -> None:
+        if trigger == "stop":
+            target.require(RESTART, action="stop and start the broker")
+        elif trigger == "kill":
+            target.require(KILL, RESTART, action="kill -9 and start the broker")
+        self.target = target
+        self.node: Node = target.nodes[0]
+        self.trigger = trigger
+        self.proxy: FaultProxy | None = None
+        if trigger == "cut":
+            host, _, port = self.node.url.removeprefix("tcp://").rpartition(":")
+            self.proxy = FaultProxy(host.strip("[]"), int(port))
+
+    @property
+    def url(self) -> str:
+        return self.proxy.url if self.proxy is not None else self.node.url
+
+    async def __aenter__(self) -> Disruption:
+        if self.proxy is not None:
+            await self.proxy.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.proxy is not None:
+            await self.proxy.stop()
+        if not self.node.is_running:  # a case that failed between the crash and the start
+            await asyncio.to_thread(self.node.start)
+
+    async def down(self) -> None:
+        """Break the connection; for stop and kill the broker stays down until :meth:`up`."""
+        if self.proxy is not None:
+            count = self.proxy.cut_all()
+            if count < 1:
+                raise AssertionError("the proxy had no connection to cut")
+        elif self.trigger == "stop":
+            await asyncio.to_thread(self.node.stop)
+        else:
+            await asyncio.to_thread(self.node.kill)
+
+    async def up(self) -> None:
+        if self.proxy is None:
+            await asyncio.to_thread(self.node.start)
+
+    async def bounce(self, settle: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Break the connection and restore the broker.  For a cut, ``settle`` (if given) runs while the proxy
+        refuses new connections, so the client's reconnection cannot overtake what ``settle`` waits for."""
+        if self.proxy is not None and settle is not None:
+            await self.proxy.pause_listening()
+            try:
+                await self.down()
+                await settle()
+            finally:
+                await self.proxy.resume_listening()
+            return
+        await self.down()
+        await self.up()
+
+    def record(self, evidence: CaseEvidence) -> None:
+        if self.proxy is not None:
+            evidence.wire(self.proxy.wire_log, label=self.trigger)
+            evidence.attempts(self.proxy.attempts, label=self.trigger)
+
+
+async def ensure_queue(session: Session, queue: str, *, durable: bool = True, temporary: bool = False) -> None:
+    await session.create_queue(queue, queue, routing_type=RoutingType.ANYCAST, durable=durable, temporary=temporary)
+
+
+async def drain(consumer: Consumer, history: History, process: str, *, expected: int, quiet_s: float,
+                receive_s: float, ack: bool = True) -> list[Delivery]:
+    """Receive until ``expected`` messages arrived and then nothing more for ``quiet_s``; every receipt goes
+    into ``history`` with its delivery count (redelivered = count above 1, as the core JMS layer derives it)."""
+    got: list[Delivery] = []
+    while True:
+        delivery = await consumer.receive(receive_s if len(got) < expected else quiet_s)
+        if delivery is None:
+            return got
+        got.append(delivery)
+        history.received(process, key_of(delivery), delivery_count=delivery.delivery_count,
+                         redelivered=delivery.delivery_count > 1)
+        if ack:
+            await consumer.individual_acknowledge(delivery)
+
+
+def judge_redelivery(history: History, restarted: bool, evidence: CaseEvidence, label: str = "redelivery") -> None:
+    """Judge a history in which messages come back after a failure.  Without a restart the broker kept the
+    messages in memory and must count the failed delivery (strict check).  After a restart nothing may be lost
+    or wrongly duplicated, but the redelivered mark is a SHOULD: a restarted broker may have lost the count."""
+    strict = check(history)
+    if not restarted:
+        evidence.history(history, strict, label=label)
+        assert strict.ok, strict.explanation
+        return
+    lenient = check(history, allow_duplicates=True)
+    evidence.history(history, lenient, label=label)
+    assert lenient.ok, lenient.explanation
+    evidence.should(strict.duplicated.count == 0 and strict.redelivery_mismatches.count == 0,
+                    "messages redelivered after the restart are not marked redelivered (delivery count 1): "
+                    + strict.explanation)
+
+
+async def consumers_gone(target: Target, queue: str, seconds: float) -> None:
+    """Wait until the broker has closed every consumer of ``queue`` (polled through a connection of its own, at
+    most ``seconds``): after a cut, the broker's own handling of the dead connection is then complete."""
+    async with await connect(target.nodes[0].url, settings=client_settings(target, reconnect_attempts=0)) as side:
+        session = await side.create_session()
+
+        async def count() -> int:
+            return (await session.queue_query(queue)).consumer_count
+
+        deadline = time.monotonic() + seconds
+        while await count() > 0:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"the broker still lists consumers of {queue} {seconds:.1f} s after the cut")
+            await asyncio.sleep(0.02)

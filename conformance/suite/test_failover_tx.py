@@ -1,0 +1,405 @@
+"""Failover transaction semantics (spec 003 "JMS Failover"; notes §9.5, §13).
+
+Work in flight when the connection fails and the session cannot be reattached — the proxy cuts the TCP
+connection with no confirmation window (the broker closes the session at once), or the broker is stopped or
+killed and started again — is not silently carried over: a local transaction with work in it is rolled back
+and its commit says so (TransactionRolledBack), nothing it sent is delivered, what it consumed comes back
+marked redelivered, a retry of it commits exactly once; unacknowledged messages of a plain session come back;
+a blocking call whose answer was lost ends FailoverInterrupted (outcome unknown); an XA branch active at the
+failure cannot be prepared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from codec import Xid
+from conformance.cases import Case, cases
+from conformance.evidence import CaseEvidence
+from conformance.faults import Drop
+from conformance.oracles import History, check
+from conformance.plugin import Settings
+from conformance.targets import Target
+from reference.client import (
+    BrokerRefused,
+    ClientError,
+    Connection,
+    FailoverInterrupted,
+    Session,
+    TransactionRolledBack,
+    XAError,
+    connect,
+)
+
+from ._restart_support import (
+    QUIET_S,
+    RECEIVE_S,
+    Disruption,
+    Trigger,
+    Watch,
+    client_settings,
+    consumers_gone,
+    drain,
+    ensure_queue,
+    judge_redelivery,
+    key_of,
+    message,
+    queue_for,
+    run,
+    wait_until,
+)
+
+CASE_S = 150.0
+RESTORE_S = 90.0
+COUNT = 5
+
+_HOW = {
+    "cut": "the proxy resets the TCP connection (no confirmation window: the broker closes the session)",
+    "cut-settled": "the proxy resets the TCP connection and refuses new ones until the broker has closed the "
+                   "failed session's consumers",
+    "stop": "the broker is stopped gracefully and started again",
+    "kill": "the broker is killed (SIGKILL) and started again",
+}
+_NEEDS: dict[str, tuple[str, ...]] = {"cut": (), "stop": ("restart",), "kill": ("kill", "restart")}
+TRIGGERS: tuple[Trigger, ...] = ("cut", "stop", "kill")
+
+TX_SEND = tuple(
+    Case(f"failover.tx-send.{n}", "failover.tx-retry" if retry else "failover.tx-rolled-back",
+         f"a transacted session sends {COUNT} durable messages without committing; {_HOW[trigger]}; after the session "
+         "was recreated it commits" + ("; then sends the same messages again and commits" if retry else ""),
+         "the commit raises TransactionRolledBack and none of the messages is delivered"
+         + ("; the retried transaction commits and each message is delivered exactly once" if retry else ""),
+         needs=_NEEDS[trigger], params={"trigger": trigger, "retry": retry})
+    for n, (retry, trigger) in enumerate(((r, t) for r in (False, True) for t in TRIGGERS), 1)
+)
+
+TX_ACK = tuple(
+    Case(f"failover.tx-ack.{n}", "failover.redelivery",
+         f"a transacted session receives and acknowledges {COUNT} durable messages without committing; "
+         f"{_HOW['cut-settled' if trigger == 'cut' else trigger]}; "
+         "it commits, receives again, acknowledges and commits",
+         "the first commit raises TransactionRolledBack; the same messages are delivered again "
+         + ("with a delivery count above 1 (redelivered)" if trigger == "cut"
+            else "(marked redelivered: SHOULD, the restart may lose the delivery count)")
+         + "; the second commit succeeds and the queue is then empty",
+         needs=_NEEDS[trigger], params={"trigger": trigger})
+    for n, trigger in enumerate(TRIGGERS, 1)
+)
+
+CLIENT_ACK = tuple(
+    Case(f"failover.client-ack.{n}", "failover.redelivery",
+         f"a non-transacted session receives {COUNT} durable messages and does not acknowledge them; "
+         f"{_HOW['cut-settled' if trigger == 'cut' else trigger]}",
+         "the recreated consumer receives the same messages again, first unacknowledged first, "
+         + ("with a delivery count above 1" if trigger == "cut" else "marked redelivered (SHOULD after a restart)")
+         + "; once acknowledged the queue is empty",
+         needs=_NEEDS[trigger], params={"trigger": trigger})
+    for n, trigger in enumerate(TRIGGERS, 1)
+)
+
+INTERRUPTED = tuple(
+    Case(f"failover.interrupted.{n}", "failover.interrupted",
+         f"the proxy drops the broker's answer to a blocking {call} and then resets the connection (no confirmation "
+         "window)",
+         f"the waiting {call} ends with FailoverInterrupted (Artemis's UNBLOCKED: outcome unknown) once the session is "
+         "recreated; whatever the outcome, no message is delivered twice"
+         + (" and the transaction is all or nothing" if call == "commit" else ""),
+         params={"call": call})
+    for n, call in enumerate(("commit", "send", "acknowledge"), 1)
+)
+
+XA_ACTIVE = tuple(
+    Case(f"failover.xa.{n}", "failover.xa-failed",
+         f"an XA branch is started and sends {COUNT} durable messages; {_HOW[trigger]} while it is active; the "
+         "recreated session ends it and tries to prepare it",
+         "the prepare fails (the branch was reported with SESS_XA_FAILED and is rollback-only, or the broker no "
+         "longer knows it); the Xid is not in doubt and none of its messages is delivered",
+         needs=_NEEDS[trigger], params={"trigger": trigger})
+    for n, trigger in enumerate(TRIGGERS, 1)
+)
+
+
+async def _recreated(watch: Watch, settings: Settings, evidence: CaseEvidence) -> None:
+    outcome = await watch.until(("recreated", "reattached", "gave-up"), settings.deadline(RESTORE_S))
+    evidence.note("events", watch.to_json())
+    assert outcome == "recreated", f"expected the session to be recreated: {watch.kinds}"
+
+
+async def _fill(session: Session, queue: str, case: Case, history: History, count: int = COUNT) -> list[str]:
+    """Send ``count`` confirmed durable messages into ``queue`` (recorded as confirmed sends)."""
+    producer = session.create_producer(queue)
+    keys = []
+    for seq in range(count):
+        key = f"{case.id}:{seq}"
+        history.invoke_send("setup", key, producer="S", seq=seq)
+        await producer.send(message(key, seq))
+        history.ok("setup", "send", key, producer="S", seq=seq)
+        keys.append(key)
+    return keys
+
+
+async def _drain_fresh(connection: Connection, queue: str, history: History, expected: int,
+                       settings: Settings) -> list[str]:
+    """Everything left in the queue, through a new session (acknowledged, so the queue ends empty)."""
+    session = await connection.create_session()
+    consumer = await session.create_consumer(queue)
+    session.start()
+    got = await drain(consumer, history, "verifier", expected=expected, quiet_s=settings.deadline(QUIET_S),
+                      receive_s=settings.deadline(RECEIVE_S))
+    await session.close()
+    return [key_of(d) for d in got]
+
+
+@cases(*TX_SEND)
+def test_transaction_in_flight_is_rolled_back(case: Case, cck_target: Target, cck_settings: Settings,
+                                              evidence: CaseEvidence) -> None:
+    trigger, retry = case.params["trigger"], case.params["retry"]
+    queue = queue_for(case)
+    history = History()
+
+    async def scenario() -> None:
+        async with (Disruption(cck_target, trigger) as disruption,
+                    await connect(disruption.url, settings=client_settings(cck_target)) as connection):
+            watch = Watch(connection)
+            setup = await connection.create_session()
+            await ensure_queue(setup, queue)
+            session = await connection.create_session(transacted=True)
+            producer = session.create_producer(queue)
+            keys = [f"{case.id}:{seq}" for seq in range(COUNT)]
+            for seq, key in enumerate(keys):
+                history.invoke_send("tx", key, producer="T", seq=seq)
+                await producer.send(message(key, seq))
+            await disruption.bounce()
+            await _recreated(watch, cck_settings, evidence)
+            try:
+                await session.commit()
+            except TransactionRolledBack as exc:
+                evidence.note("commit", repr(exc))
+            else:
+                raise AssertionError("the commit of a transaction cut by failover succeeded")
+            for seq, key in enumerate(keys):
+                history.fail("tx", "send", key, producer="T", seq=seq)
+            if retry:
+                for seq, key in enumerate(keys):
+                    history.invoke_send("tx", key, producer="T", seq=seq)
+                    await producer.send(message(key, seq))
+                await session.commit()
+                for seq, key in enumerate(keys):
+                    history.ok("tx", "send", key, producer="T", seq=seq)
+            count = (await setup.queue_query(queue)).message_count
+            evidence.note("message_count", count)
+            got = await _drain_fresh(connection, queue, history, COUNT if retry else 0, cck_settings)
+            evidence.note("received", got)
+            assert count == (COUNT if retry else 0), f"the queue holds {count} messages"
+        result = check(history)
+        evidence.history(history, result, label="transaction")
+        assert result.ok, result.explanation
+
+    run(cck_settings, scenario(), CASE_S)
+
+
+@cases(*TX_ACK)
+def test_acknowledgements_in_flight_are_redelivered(case: Case, cck_target: Target, cck_settings: Settings,
+                                                    evidence: CaseEvidence) -> None:
+    trigger = case.params["trigger"]
+    queue = queue_for(case)
+    history = History()
+
+    async def scenario() -> None:
+        async with (Disruption(cck_target, trigger) as disruption,
+                    await connect(disruption.url, settings=client_settings(cck_target)) as connection):
+            watch = Watch(connection)
+            setup = await connection.create_session()
+            await ensure_queue(setup, queue)
+            keys = await _fill(setup, queue, case, history)
+            session = await connection.create_session(transacted=True)
+            consumer = await session.create_consumer(queue)
+            session.start()
+            first = await drain(consumer, history, "tx", expected=COUNT, quiet_s=0.0,
+                                receive_s=cck_settings.deadline(RECEIVE_S))
+            assert [key_of(d) for d in first] == keys, "the first delivery was not the messages sent, in order"
+            await disruption.bounce(lambda: consumers_gone(cck_target, queue, cck_settings.deadline(RESTORE_S)))
+            await _recreated(watch, cck_settings, evidence)
+            try:
+                await session.commit()
+            except TransactionRolledBack as exc:
+                evidence.note("commit", repr(exc))
+            else:
+                raise AssertionError("the commit of acknowledgements cut by failover succeeded")
+            again = await drain(consumer, history, "tx", expected=COUNT, quiet_s=cck_settings.deadline(QUIET_S),
+                                receive_s=cck_settings.deadline(RECEIVE_S))
+            evidence.note("redelivered", [(key_of(d), d.delivery_count) for d in again])
+            assert sorted(key_of(d) for d in again) == sorted(keys), "not every acknowledged message came back"
+            await session.commit()
+            for key in keys:
+                history.ack("tx", key)
+            count = (await setup.queue_query(queue)).message_count
+            evidence.note("message_count_after_commit", count)
+            assert count == 0, f"{count} messages left after the committed acknowledgements"
+        judge_redelivery(history, trigger != "cut", evidence)
+
+    run(cck_settings, scenario(), CASE_S)
+
+
+@cases(*CLIENT_ACK)
+def test_unacknowledged_messages_are_redelivered(case: Case, cck_target: Target, cck_settings: Settings,
+                                                 evidence: CaseEvidence) -> None:
+    trigger = case.params["trigger"]
+    queue = queue_for(case)
+    history = History()
+
+    async def scenario() -> None:
+        async with (Disruption(cck_target, trigger) as disruption,
+                    await connect(disruption.url, settings=client_settings(cck_target)) as connection):
+            watch = Watch(connection)
+            session = await connection.create_session()
+            await ensure_queue(session, queue)
+            keys = await _fill(session, queue, case, history)
+            consumer = await session.create_consumer(queue)
+            session.start()
+            await drain(consumer, history, "client", expected=COUNT, quiet_s=0.0,
+                        receive_s=cck_settings.deadline(RECEIVE_S), ack=False)
+            await disruption.bounce(lambda: consumers_gone(cck_target, queue, cck_settings.deadline(RESTORE_S)))
+            await _recreated(watch, cck_settings, evidence)
+            again = await drain(consumer, history, "client", expected=COUNT,
+                                quiet_s=cck_settings.deadline(QUIET_S), receive_s=cck_settings.deadline(RECEIVE_S))
+            evidence.note("redelivered", [(key_of(d), d.delivery_count) for d in again])
+            assert again, "no unacknowledged message came back"
+            assert key_of(again[0]) == keys[0], "the first unacknowledged message did not come first"
+            assert sorted(key_of(d) for d in again) == sorted(keys), "not every unacknowledged message came back"
+            probe = await connection.create_session()
+            count = (await probe.queue_query(queue)).message_count
+            evidence.note("message_count_after_ack", count)
+        judge_redelivery(history, trigger != "cut", evidence)
+
+    run(cck_settings, scenario(), CASE_S)
+
+
+@cases(*INTERRUPTED)
+def test_blocking_call_in_flight_is_interrupted(case: Case, cck_target: Target, cck_settings: Settings,
+                                                evidence: CaseEvidence) -> None:
+    call = case.params["call"]
+    queue = queue_for(case)
+    history = History()
+
+    async def scenario() -> None:
+        async with Disruption(cck_target, "cut") as disruption:
+            assert disruption.proxy is not None
+            settings = client_settings(cck_target, block_on_acknowledge=call == "acknowledge")
+            async with await connect(disruption.url, settings=settings) as connection:
+                watch = Watch(connection)
+                setup = await connection.create_session()
+                await ensure_queue(setup, queue)
+                session = await connection.create_session(transacted=call == "commit")
+                producer = session.create_producer(queue)
+                keys = [f"{case.id}:{seq}" for seq in range(COUNT)]
+                pending: asyncio.Future[Any]
+                if call == "commit":
+                    for seq, key in enumerate(keys):
+                        history.invoke_send("caller", key, producer="C", seq=seq)
+                        await producer.send(message(key, seq))
+                    handle = disruption.proxy.add(Drop("s2c", {"NULL_RESPONSE"}, count=1))
+                    pending = asyncio.ensure_future(session.commit())
+                elif call == "send":
+                    keys = keys[:1]
+                    history.invoke_send("caller", keys[0], producer="C", seq=0)
+                    handle = disruption.proxy.add(Drop("s2c", {"NULL_RESPONSE"}, count=1))
+                    pending = asyncio.ensure_future(producer.send(message(keys[0], 0)))
+                else:
+                    keys = (await _fill(setup, queue, case, history, 1))
+                    consumer = await session.create_consumer(queue)
+                    session.start()
+                    delivery = await consumer.receive(cck_settings.deadline(RECEIVE_S))
+                    assert delivery is not None, "the message to acknowledge did not arrive"
+                    history.received("caller", key_of(delivery), delivery_count=delivery.delivery_count,
+                                     redelivered=delivery.delivery_count > 1)
+                    history.invoke_ack("caller", keys[0])
+                    handle = disruption.proxy.add(Drop("s2c", {"NULL_RESPONSE"}, count=1))
+                    pending = asyncio.ensure_future(consumer.acknowledge(delivery))
+                await wait_until(lambda: handle.spent, cck_settings.deadline(RECEIVE_S),
+                                 "the broker's answer to be dropped")
+                assert not pending.done(), "the call ended although its answer was dropped"
+                await disruption.down()
+                outcome: object
+                try:
+                    outcome = await asyncio.wait_for(pending, cck_settings.deadline(RESTORE_S))
+                except ClientError as exc:
+                    outcome = exc
+                evidence.note("outcome", repr(outcome))
+                evidence.note("events", watch.to_json())
+                f = "ack" if call == "acknowledge" else "send"
+                for seq, key in enumerate(keys):
+                    if f == "ack":
+                        history.info("caller", f, key)
+                    else:
+                        history.info("caller", f, key, producer="C", seq=seq)
+                assert isinstance(outcome, FailoverInterrupted), f"the waiting {call} ended with {outcome!r}"
+                assert watch.kinds.count("recreated") >= 1, watch.kinds
+                got = await _drain_fresh(connection, queue, history, len(keys), cck_settings)
+                evidence.note("received_after", got)
+                if call == "commit":
+                    assert len(got) in (0, COUNT), f"a part of the transaction was delivered: {got}"
+        result = check(history)
+        evidence.history(history, result, label="interrupted")
+        disruption.record(evidence)
+        assert result.ok, result.explanation
+
+    run(cck_settings, scenario(), CASE_S)
+
+
+@cases(*XA_ACTIVE)
+def test_xa_branch_active_at_failover(case: Case, cck_target: Target, cck_settings: Settings,
+                                      evidence: CaseEvidence) -> None:
+    trigger = case.params["trigger"]
+    queue = queue_for(case)
+    history = History()
+    xid = Xid(0x434B, uuid.uuid4().bytes, b"failover")
+
+    async def scenario() -> None:
+        async with (Disruption(cck_target, trigger) as disruption,
+                    await connect(disruption.url, settings=client_settings(cck_target)) as connection):
+            watch = Watch(connection)
+            setup = await connection.create_session()
+            await ensure_queue(setup, queue)
+            session = await connection.create_session(xa=True)
+            producer = session.create_producer(queue)
+            await session.xa_start(xid)
+            keys = [f"{case.id}:{seq}" for seq in range(COUNT)]
+            for seq, key in enumerate(keys):
+                history.invoke_send("xa", key, producer="X", seq=seq)
+                await producer.send(message(key, seq))
+            await disruption.bounce()
+            await _recreated(watch, cck_settings, evidence)
+            steps: dict[str, str] = {}
+            try:
+                await session.xa_end(xid)
+                steps["end"] = "ok"
+            except (XAError, BrokerRefused) as exc:
+                steps["end"] = repr(exc)
+            prepared = False
+            try:
+                await session.xa_prepare(xid)
+                prepared = True
+                steps["prepare"] = "ok"
+            except (XAError, BrokerRefused) as exc:
+                steps["prepare"] = repr(exc)
+            try:
+                await session.xa_rollback(xid)
+                steps["rollback"] = "ok"
+            except (XAError, BrokerRefused) as exc:
+                steps["rollback"] = repr(exc)
+            in_doubt = await session.xa_recover()
+            evidence.note("xa_steps", steps)
+            for seq, key in enumerate(keys):
+                history.fail("xa", "send", key, producer="X", seq=seq)
+            got = await _drain_fresh(connection, queue, history, 0, cck_settings)
+            evidence.note("received", got)
+            assert not prepared, f"the branch active at the failure was prepared: {steps}"
+            assert xid not in in_doubt, "the branch active at the failure is in doubt"
+        result = check(history)
+        evidence.history(history, result, label="xa")
+        assert result.ok, result.explanation
+
+    run(cck_settings, scenario(), CASE_S)

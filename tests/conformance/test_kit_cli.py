@@ -1,0 +1,38 @@
+"""``python -m conformance``: the pytest arguments ``run`` builds, and the clause listing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.__main__ import _parser, _run_args, main
+from conformance.plugin import SUITE_DIR
+
+
+def _args(*argv: str) -> list[str]:
+    options, extra = _parser().parse_known_args(["run", *argv])
+    return _run_args(options, extra)
+
+
+def test_run_passes_options_to_the_plugin_and_runs_the_suite() -> None:
+    args = _args("--broker-url", "tcp://h:1", "--case", "a.*", "--case", "b.c.1", "--strict", "--", "-x")
+    assert args == ["--broker-url", "tcp://h:1", "--case", "a.*", "--case", "b.c.1", "--strict-should",
+                    str(SUITE_DIR), "-x"]
+
+
+def test_run_with_a_path_runs_that_path(tmp_path: Path) -> None:
+    args = _args("--target", "reference", "--", str(tmp_path))
+    assert args == ["--target", "reference", str(tmp_path)]
+
+
+def test_clauses_lists_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "demo.toml").write_text('[[clause]]\nid = "demo.a"\nlevel = "SHOULD"\nsource = "spec 001"\n'
+                                        'text = "quoted"\n')
+    assert main(["clauses", "--table", str(tmp_path), "-v"]) == 0
+    out = capsys.readouterr()
+    assert out.out.splitlines() == ["demo.a  [SHOULD]  spec 001", "    quoted"]
+    assert "1 clauses" in out.err
+    (tmp_path / "bad.toml").write_text('[[clause]]\nid = "x"\n')
+    assert main(["clauses", "--table", str(tmp_path)]) == 1
+    assert "bad.toml: clause #1 (x): field 'level' is required" in capsys.readouterr().err

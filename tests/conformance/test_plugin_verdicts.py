@@ -1,0 +1,363 @@
+"""The plugin end to end, on tiny inline suites run by ``pytester``: verdicts, exit statuses, --strict-should,
+known deviations, selection, the header, clause-table errors, evidence and allure files, and the suite run
+when no path is given.  Almost every run uses a url target nobody listens on and cases that never connect, so
+no broker is needed; one runs a real case against the reference broker."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conformance.evidence import schema
+
+# Here rather than in a conftest: a conftest below the rootdir may not declare plugins when `pytest tests` runs.
+pytest_plugins = ["pytester"]
+
+CLAUSES = '''
+[[clause]]
+id = "demo.must"
+level = "MUST"
+source = "spec 000 (demo), paragraph 1"
+text = "The broker must answer."
+
+[[clause]]
+id = "demo.should"
+level = "SHOULD"
+source = "https://example.org/manual#should"
+text = "The broker should answer fast."
+
+[[clause]]
+id = "demo.disputed"
+level = "MUST"
+source = "spec 000 (demo), paragraph 2"
+text = "The documents say one thing."
+implementation = "Artemis does another."
+implementation_source = "artemis-core-notes §1"
+'''
+
+SUITE = '''
+from conformance.cases import Case, cases
+from conformance.verdicts import indeterminate, unsupported
+
+TABLE = (
+    Case("demo.run.1", "demo.must", "passes", "it passes", params={"do": "pass"}),
+    Case("demo.run.2", "demo.must", "fails", "it passes", params={"do": "fail"}),
+    Case("demo.run.3", "demo.should", "fails a SHOULD", "it passes", params={"do": "fail"}),
+    Case("demo.run.4", "demo.must", "cannot run here", "it passes", params={"do": "unsupported"}),
+    Case("demo.run.5", "demo.must", "cannot tell", "it passes", params={"do": "indeterminate"}),
+    Case("demo.run.6", "demo.disputed", "misses a SHOULD", "it passes", checks="implementation",
+         params={"do": "should"}),
+)
+
+def rows(*wanted):
+    return [case for case in TABLE if case.params["do"] in wanted]
+
+@cases(*rows(*{wanted}))
+def test_demo(case, evidence):
+    evidence.note("did", case.params["do"])
+    if case.params["do"] == "fail":
+        assert case.params["do"] == "pass", "the broker did not answer"
+    elif case.params["do"] == "unsupported":
+        unsupported("needs a broker the kit can kill")
+    elif case.params["do"] == "indeterminate":
+        indeterminate("the machine was too slow to judge")
+    elif case.params["do"] == "should":
+        evidence.should(False, "the broker should have answered in 1 s")
+'''
+
+ALL = ("pass", "fail", "unsupported", "indeterminate", "should")
+
+
+@pytest.fixture
+def kit(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A directory with a clause table and no CCK_* variables from the outer run."""
+    for name in list(os.environ):
+        if name.startswith("CCK_"):
+            monkeypatch.delenv(name)
+    (pytester.path / "clauses").mkdir()
+    (pytester.path / "clauses" / "demo.toml").write_text(CLAUSES)
+    return pytester
+
+
+def suite(pytester: pytest.Pytester, *wanted: str) -> None:
+    pytester.makepyfile(test_demo=SUITE.replace("{wanted}", repr(wanted)))
+
+
+def run(pytester: pytest.Pytester, *args: str, path: str | None = ".") -> pytest.RunResult:
+    """The inner run, on ``path`` (without one, the plugin picks the suite): a url target nobody listens on."""
+    # in-process runs import the kit once; pytest's note that it cannot rewrite it again is noise here
+    return pytester.runpytest("-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning",
+                              "--broker-url", "tcp://127.0.0.1:9", "--clause-table", "clauses", *args,
+                              *([path] if path else []))
+
+
+def test_each_verdict_and_exit_status_1(kit: pytest.Pytester) -> None:
+    suite(kit, *ALL)
+    result = run(kit, "-rA")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([
+        "*conformance verdicts*",
+        "6 cases against url tcp://127.0.0.1:9*: PASS 1, PASS_LENIENT 2, UNSUPPORTED 1, INDETERMINATE 1, FAIL 1",
+        "  demo.run.2  FAIL  AssertionError: the broker did not answer",
+        "  demo.run.3  PASS_LENIENT  SHOULD not met: AssertionError: the broker did not answer",
+        "  demo.run.4  UNSUPPORTED  needs a broker the kit can kill",
+        "  demo.run.5  INDETERMINATE  the machine was too slow to judge",
+        "  demo.run.6  PASS_LENIENT  SHOULD missed: the broker should have answered in 1 s",
+        "exit status 1: a case failed",
+    ])
+    # pytest's own display agrees: UNSUPPORTED is a skip with its reason, lenient passes are passes
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED*UNSUPPORTED: needs a broker the kit can kill"])
+
+
+def test_verdict_is_in_user_properties(kit: pytest.Pytester) -> None:
+    suite(kit, "unsupported")
+    kit.makeconftest('''
+def pytest_runtest_logreport(report):
+    if report.when == "teardown":
+        print("PROPS", dict(report.user_properties))
+''')
+    result = run(kit, "-s")
+    result.stdout.fnmatch_lines(["*PROPS*'cck_verdict': 'UNSUPPORTED'*"])
+
+
+def test_all_conforming_exits_0(kit: pytest.Pytester) -> None:
+    suite(kit, "pass", "unsupported", "should")
+    result = run(kit)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["exit status 0: every case conforms"])
+
+
+def test_indeterminate_without_failures_exits_2(kit: pytest.Pytester) -> None:
+    suite(kit, "pass", "indeterminate")
+    result = run(kit)
+    assert result.ret == 2
+    result.stdout.fnmatch_lines(["exit status 2: no case failed, but some were indeterminate"])
+
+
+def test_strict_should_turns_should_misses_into_fail(kit: pytest.Pytester) -> None:
+    suite(kit, "fail", "should")
+    result = run(kit, "--strict-should", "--case", "demo.run.[36]")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["  demo.run.3  FAIL  AssertionError*", "  demo.run.6  FAIL  SHOULD missed (strict)*"])
+    assert run(kit, "--case", "demo.run.[36]").ret == 0
+
+
+def test_known_deviations_match_and_go_stale(kit: pytest.Pytester) -> None:
+    suite(kit, "pass", "fail", "indeterminate")
+    kit.makefile(".toml", deviations='''
+[[deviation]]
+case = "demo.run.2"
+verdict = "FAIL"
+reason = "Artemis does not answer this"
+
+[[deviation]]
+case = "demo.run.[15]"
+verdict = "FAIL"
+reason = "was broken once"
+link = "https://example.org/issue/1"
+''')
+    result = run(kit, "--deviations", "deviations.toml", "-rx")
+    # demo.run.5 is INDETERMINATE, not the FAIL its entry expects: still open, so exit 2
+    assert result.ret == 2
+    result.stdout.fnmatch_lines([
+        "*; 2 known deviations (deviations.toml)",
+        "  demo.run.2  FAIL (known deviation: Artemis does not answer this)",
+        "known deviations that did not reproduce (remove or correct them):",
+        "  demo.run.1: expected FAIL, got PASS (deviations.toml entry #2 (demo.run.[15], FAIL))",
+        "  demo.run.5: expected FAIL, got INDETERMINATE*",
+        "XFAIL*demo.run.2*FAIL (known deviation: Artemis does not answer this)",
+    ])
+
+
+def test_known_failure_alone_exits_0(kit: pytest.Pytester) -> None:
+    suite(kit, "fail")
+    kit.makefile(".toml", deviations='[[deviation]]\ncase = "demo.run.*"\nverdict = "FAIL"\nreason = "known"\n')
+    result = run(kit, "--deviations", "deviations.toml", "--case", "demo.run.2")
+    assert result.ret == 0
+    result.assert_outcomes(xfailed=1, deselected=1)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('[[deviation]]\ncase = "demo.run.2"\nverdict = "FAIL"\n', "deviation #1 (demo.run.2): field 'reason' is "
+                                                              "required"),
+    ('[[deviation]]\ncase = "x.y.1"\nverdict = "PASS"\nreason = "r"\n', "deviation #1 (x.y.1): verdict 'PASS' is "
+                                                                         "not one of"),
+    ('[[deviation]]\ncase = "x.y.1"\nverdict = "FAIL"\nreason = "r"\nwhy = 1\n',
+     "deviation #1 (x.y.1): unknown field(s) why"),
+])
+def test_bad_deviation_file_is_a_usage_error(kit: pytest.Pytester, text: str, message: str) -> None:
+    suite(kit, "pass")
+    kit.makefile(".toml", deviations=text)
+    result = run(kit, "--deviations", "deviations.toml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: known deviations: deviations.toml: {message}*"])
+
+
+def test_case_and_clause_selection(kit: pytest.Pytester) -> None:
+    suite(kit, *ALL)
+    result = run(kit, "--case", "demo.run.[12]", "--case", "demo.run.6")
+    result.assert_outcomes(passed=2, failed=1, deselected=3)
+    result = run(kit, "--clause", "demo.should")
+    result.assert_outcomes(passed=1, deselected=5)
+    result = run(kit, "--clause", "demo.*", "--case", "demo.run.1")
+    result.assert_outcomes(passed=1, deselected=5)
+
+
+def test_clause_selection_names_an_unknown_clause(kit: pytest.Pytester) -> None:
+    suite(kit, "pass")
+    result = run(kit, "--clause", "demo.nothing")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--clause: 'demo.nothing' is not in the clause table (from --clause*"])
+
+
+def test_selection_from_the_environment(kit: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    suite(kit, *ALL)
+    monkeypatch.setenv("CCK_CASE", "demo.run.1,demo.run.4")
+    run(kit).assert_outcomes(passed=1, skipped=1, deselected=4)
+
+
+def test_header_names_target_mode_timing_and_evidence(kit: pytest.Pytester) -> None:
+    suite(kit, "pass")
+    result = run(kit, "--artemis-version", "2.44.0", "--timing-scale", "2", "--strict-should",
+                 "--evidence-dir", "ev")
+    result.stdout.fnmatch_lines([
+        "core conformance: target url tcp://127.0.0.1:9, declared version 2.44.0 (black box); run *-url-*",
+        "core conformance: strict (a missed SHOULD is FAIL); timing scale x2, tolerance ±(100 ms + 10%) x 2",
+        "core conformance: evidence ev*; * known deviations (*artemis-2.44.0.toml)",
+    ])
+
+
+def test_clause_missing_from_the_table_is_a_collection_error(kit: pytest.Pytester) -> None:
+    kit.makepyfile(test_bad='''
+from conformance.cases import Case, cases
+
+@cases(Case("demo.bad.1", "demo.absent", "d", "e"))
+def test_bad(case):
+    pass
+''')
+    result = run(kit)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([
+        "*ERROR collecting test_bad.py*",
+        "case demo.bad.1 (test_bad.py::test_bad[demo.bad.1]) cites clause 'demo.absent', which is not in the "
+        "clause table (clauses)",
+    ])
+
+
+def test_checking_one_side_needs_a_recorded_disagreement(kit: pytest.Pytester) -> None:
+    kit.makepyfile(test_side='''
+from conformance.cases import Case, cases
+
+@cases(Case("demo.side.1", "demo.must", "d", "e", checks="spec"))
+def test_side(case):
+    pass
+''')
+    result = run(kit)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["case demo.side.1 * checks the 'spec' side of clause 'demo.must', but the clause "
+                                 "records no implementation disagreement*"])
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('[[clause]]\nid = "x.y"\nlevel = "MUSTNT"\nsource = "s"\ntext = "t"\n',
+     "bad.toml: clause #1 (x.y): level 'MUSTNT' is not one of MUST, SHOULD, MAY"),
+    ('[[clause]]\nid = "x.y"\nlevel = "MUST"\nsource = "s"\n',
+     "bad.toml: clause #1 (x.y): field 'text' is required"),
+    ('[[clause]]\nid = "demo.must"\nlevel = "MUST"\nsource = "s"\ntext = "t"\n',
+     "demo.toml: clause 'demo.must' is already defined in bad.toml"),
+])
+def test_bad_clause_table_is_a_usage_error(kit: pytest.Pytester, text: str, message: str) -> None:
+    suite(kit, "pass")
+    (kit.path / "clauses" / "bad.toml").write_text(text)
+    result = run(kit)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_evidence_and_allure_results(kit: pytest.Pytester) -> None:
+    suite(kit, *ALL)
+    result = run(kit, "--evidence-dir", "ev")
+    assert result.ret == 1
+    (run_dir,) = (kit.path / "ev").iterdir()
+    run_record = json.loads((run_dir / "run.json").read_text())
+    assert schema.validate(run_record) == []
+    assert run_record["exit_status"] == 1
+    assert run_record["verdict_counts"] == {"PASS": 1, "FAIL": 1, "PASS_LENIENT": 2, "UNSUPPORTED": 1,
+                                            "INDETERMINATE": 1}
+    assert run_record["settings"]["sources"]["target"] == "implied by --broker-url"
+    rows = {kind: [json.loads(line) for line in (run_dir / name).read_text().splitlines()]
+            for kind, name in schema.FILES.items() if kind != "run" and (run_dir / name).exists()}
+    assert set(rows) == {"case", "note"}
+    for kind, records in rows.items():
+        for record in records:
+            assert schema.validate(record, kind) == [], record
+    verdicts = {r["case_id"]: r["verdict"] for r in rows["case"]}
+    assert verdicts == {"demo.run.1": "PASS", "demo.run.2": "FAIL", "demo.run.3": "PASS_LENIENT",
+                        "demo.run.4": "UNSUPPORTED", "demo.run.5": "INDETERMINATE", "demo.run.6": "PASS_LENIENT"}
+    assert {r["case_id"]: r["value"] for r in rows["note"]}["demo.run.4"] == "unsupported"
+    results = [json.loads(p.read_text()) for p in (run_dir / "allure-results").glob("*-result.json")]
+    assert len(results) == 6
+    by_id = {next(lb["value"] for lb in r["labels"] if lb["name"] == "case_id"): r for r in results}
+    labels = {(lb["name"], lb["value"]) for lb in by_id["demo.run.3"]["labels"]}
+    assert {("story", "demo.should"), ("suite", "demo"), ("severity", "normal"), ("verdict", "PASS_LENIENT"),
+            ("target", "url unknown")} <= labels
+    assert by_id["demo.run.3"]["links"][0]["url"] == "https://example.org/manual#should"
+    assert ("clause_source", "spec 000 (demo), paragraph 1") in {
+        (lb["name"], lb["value"]) for lb in by_id["demo.run.1"]["labels"]}
+
+
+def test_unsupported_on_a_url_target_when_the_case_needs_its_own_broker(kit: pytest.Pytester) -> None:
+    kit.makepyfile(test_topology='''
+from conformance.cases import Case, cases
+from conformance.targets import Topology
+
+@cases(Case("demo.topo.1", "demo.must", "needs a broker configured by the kit", "it runs"))
+def test_topology(case, cck_make_target):
+    cck_make_target(Topology.single())
+''')
+    result = run(kit, "-rs")
+    assert result.ret == 0
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*UNSUPPORTED: the case needs a broker configured by the kit*"])
+
+
+def test_inert_without_a_target(kit: pytest.Pytester) -> None:
+    suite(kit, "fail", "pass")
+    result = kit.runpytest("-p", "no:cacheprovider")
+    assert result.ret == 1
+    result.assert_outcomes(passed=1, failed=2)  # no lenient SHOULD, no verdicts: plain pytest
+    assert "core conformance" not in result.stdout.str()
+    assert "conformance verdicts" not in result.stdout.str()
+
+
+def test_no_path_runs_the_suite(kit: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    suite_dir = kit.mkdir("kit_suite")
+    (suite_dir / "test_in_suite.py").write_text(SUITE.replace("{wanted}", repr(("pass",))))
+    (kit.path / "test_outside.py").write_text("def test_outside():\n    pass\n")
+    monkeypatch.setattr("conformance.plugin._hooks.SUITE_DIR", Path(suite_dir))
+    result = run(kit, "--collect-only", "-q", path=None)
+    result.stdout.fnmatch_lines(["kit_suite/test_in_suite.py::test_demo[demo.run.1]"])
+    assert "test_outside" not in result.stdout.str()
+    # with a path, that path; without a conformance option, pytest's usual choice
+    assert "test_in_suite" not in run(kit, "--collect-only", "-q", path="test_outside.py").stdout.str()
+    assert "test_outside" in kit.runpytest("-p", "no:cacheprovider", "--collect-only", "-q").stdout.str()
+
+
+def test_a_real_case_against_the_reference_broker(kit: pytest.Pytester) -> None:
+    kit.makepyfile(test_real='''
+from conformance.cases import Case, cases
+
+@cases(Case("demo.real.1", "demo.must", "connects", "the broker listens"))
+def test_real(case, cck_target, cck_settings):
+    assert cck_settings.target == "reference"
+    assert cck_target.nodes[0].url.startswith("tcp://")
+''')
+    result = kit.runpytest("-p", "no:cacheprovider", "--target", "reference", "--clause-table", "clauses",
+                               "test_real.py")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["core conformance: target reference broker * (protocol *), managed by the kit*",
+                                 "1 cases against reference broker*: PASS 1"])

@@ -1,0 +1,70 @@
+"""A cancelled delivery's count survives a restart (as Artemis writes it on cancel); one never cancelled does not,
+and a clean consumer close does not count the delivery (Artemis decrements it: the client did not consume it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codec import (
+    CoreMessage,
+    CreateQueueMessage_V2,
+    NullResponseMessage,
+    RollbackMessage,
+    RoutingType,
+    SessionConsumerCloseMessage,
+    SessionConsumerFlowCreditMessage,
+    SessionCreateConsumerMessage,
+    SessionReceiveMessage,
+    SessionSendMessage,
+    SessionStart,
+)
+from reference.broker import BrokerCore, BrokerSettings
+from reference.broker._journal_storage import JournalStorage, open_journal
+
+from .harness import Wire, connect, open_session
+
+QUEUE = "counted"
+
+
+def _broker(data: Path) -> tuple[BrokerCore, JournalStorage]:
+    journal, recovery = open_journal(data, sync=False)
+    storage = JournalStorage(journal)
+    core = BrokerCore(BrokerSettings(node_id="node-1"), storage=storage)
+    storage.recover(core, recovery)
+    return core, storage
+
+
+def _consume_one(wire: Wire) -> SessionReceiveMessage:
+    wire.send(SessionCreateConsumerMessage(0, QUEUE))
+    wire.send(SessionConsumerFlowCreditMessage(0, -1))
+    frames = wire.send(SessionStart())
+    deliveries = [f.packet for f in frames if isinstance(f.packet, SessionReceiveMessage)]
+    assert len(deliveries) == 1, frames
+    return deliveries[0]
+
+
+@pytest.mark.parametrize(("cancel", "redelivered_count"), [("rollback", 2), ("consumer-close", 1), ("none", 1)],
+                         ids=["rolled-back-then-restart", "closed-cleanly-then-restart", "killed-while-delivered"])
+def test_delivery_count_after_restart(tmp_path: Path, cancel: str, redelivered_count: int) -> None:
+    core, storage = _broker(tmp_path)
+    wire = connect(core)
+    open_session(wire)
+    assert wire.send(CreateQueueMessage_V2(QUEUE, QUEUE, routing_type=RoutingType.ANYCAST))[-1].packet == \
+        NullResponseMessage(-1)
+    wire.send(SessionSendMessage(CoreMessage(b"m", address=QUEUE, durable=True), True, -2, 0))
+    assert _consume_one(wire).delivery_count == 1
+    if cancel == "rollback":
+        wire.send(RollbackMessage(False))  # the delivery goes back, counted
+    elif cancel == "consumer-close":
+        wire.send(SessionConsumerCloseMessage(0))  # goes back uncounted
+    storage.journal.sync()
+    storage.journal.close()  # a restart; without the cancel this is a kill with the message out for delivery
+
+    core, storage = _broker(tmp_path)
+    wire = connect(core)
+    open_session(wire)
+    redelivered = _consume_one(wire)
+    assert redelivered.delivery_count == redelivered_count
+    storage.journal.close()
