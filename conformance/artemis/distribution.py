@@ -204,7 +204,8 @@ def verify(path: Path, expected: str) -> None:
 
 
 @contextmanager
-def _locked(lock_path: Path, timeout_s: float) -> Iterator[None]:
+def file_lock(lock_path: Path, timeout_s: float) -> Iterator[None]:
+    """An exclusive flock on ``lock_path`` across processes, waited for at most ``timeout_s`` (bounded poll)."""
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with lock_path.open("a+") as handle:
         deadline = time.monotonic() + timeout_s
@@ -318,7 +319,7 @@ def ensure_distribution(
     if _marker_matches(marker, info, wanted):
         return Distribution(info.version, info.protocol_version, root, _find_home(dist_dir, info.version))
 
-    with _locked(root.parent / f"{info.version}.lock", lock_timeout_s):
+    with file_lock(root.parent / f"{info.version}.lock", lock_timeout_s):
         # Another process may have finished while we waited for the lock.
         if _marker_matches(marker, info, wanted):
             return Distribution(info.version, info.protocol_version, root, _find_home(dist_dir, info.version))

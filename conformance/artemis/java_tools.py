@@ -5,27 +5,32 @@ TypedProperties, TransportConfiguration ...) from ``<dist>/lib``.  Classes are
 compiled with ``javac --release 17`` into the cache directory of that Artemis
 version; a stamp file holding the SHA-256 of every source (plus the javac
 version and the jar list) decides whether a recompile is needed.
+:func:`compile_java` does that for any source tree (the JMS interop program,
+the stock-client backoff program).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from conformance.artemis.distribution import ArtemisError, Distribution
+from conformance.artemis.distribution import ArtemisError, Distribution, file_lock
 
 __all__ = [
     "JAVAC_TIMEOUT_S",
     "MAIN_CLASS",
     "ToolError",
     "build_tools",
+    "compile_java",
     "classpath",
     "run_tool",
     "sources_dir",
@@ -33,7 +38,6 @@ __all__ = [
 
 MAIN_CLASS = "cck.tools.Main"
 JAVAC_TIMEOUT_S = 300.0
-STAMP_NAME = "stamp.json"
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -88,45 +92,41 @@ def _stamp(dist: Distribution, src: Path, javac_version: str) -> dict[str, objec
 
 def build_tools(dist: Distribution, *, src: Path | None = None, force: bool = False) -> Path:
     """Compile the tools if a source changed; return the classes directory."""
-    source_root = src or sources_dir()
+    return compile_java(dist, src or sources_dir(), dist.root / "tools" / "classes", force=force)
+
+
+def compile_java(dist: Distribution, src: Path, out: Path, *, force: bool = False) -> Path:
+    """Compile every ``.java`` under ``src`` against ``dist``'s jars into ``out`` and return ``out``.
+
+    Skipped when the stamp beside ``out`` (source hashes, javac version, jar list) still matches.  Concurrent
+    processes are serialised by a lock file beside ``out``; the classes are compiled into a temporary directory
+    and swapped in, so a reader never sees half a compile."""
     javac = _require("javac")
-    tools_dir = dist.root / "tools"
-    classes = tools_dir / "classes"
-    stamp_path = tools_dir / STAMP_NAME
-    wanted = _stamp(dist, source_root, _javac_version(javac))
-    if not force and classes.is_dir() and stamp_path.is_file():
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stamp_path = out.with_name(out.name + ".stamp.json")
+    with file_lock(out.with_name(out.name + ".lock"), JAVAC_TIMEOUT_S + 60.0):
+        wanted = _stamp(dist, src, _javac_version(javac))
+        if not force and out.is_dir() and stamp_path.is_file():
+            with contextlib.suppress(json.JSONDecodeError):
+                if json.loads(stamp_path.read_text(encoding="utf-8")) == wanted:
+                    return out
+        staging = Path(tempfile.mkdtemp(prefix=out.name + ".", dir=out.parent))
+        command = [
+            javac, "--release", "17", "-encoding", "UTF-8", "-Xlint:all,-serial,-processing,-options",
+            "-d", str(staging), "-cp", classpath(dist), *[str(p) for p in _sources(src)],
+        ]  # fmt: skip
         try:
-            if json.loads(stamp_path.read_text(encoding="utf-8")) == wanted:
-                return classes
-        except json.JSONDecodeError:
-            pass
-    staging = tools_dir / "classes.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    command = [
-        javac,
-        "--release",
-        "17",
-        "-encoding",
-        "UTF-8",
-        "-Xlint:all,-serial,-processing,-options",
-        "-d",
-        str(staging),
-        "-cp",
-        classpath(dist),
-        *[str(p) for p in _sources(source_root)],
-    ]
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
-        raise ToolError(f"javac did not finish within {JAVAC_TIMEOUT_S:.0f}s") from None
-    if result.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise ToolError("javac failed:\n" + (result.stdout + result.stderr).strip())
-    shutil.rmtree(classes, ignore_errors=True)
-    staging.rename(classes)
-    stamp_path.write_text(json.dumps(wanted, indent=2) + "\n", encoding="utf-8")
-    return classes
+            result = subprocess.run(command, capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise ToolError(f"javac did not finish within {JAVAC_TIMEOUT_S:.0f}s") from None
+        if result.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise ToolError("javac failed:\n" + (result.stdout + result.stderr).strip())
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(staging, out)
+        stamp_path.write_text(json.dumps(wanted, indent=2) + "\n", encoding="utf-8")
+        return out
 
 
 def java_command(dist: Distribution, classes: Path, args: Sequence[str], main: str = MAIN_CLASS) -> list[str]:

@@ -36,6 +36,7 @@ from reference.client import ClientError, ClientSettings, Connection, FailoverEv
 
 from ._backoff_java import StockClient
 from ._backoff_syn import SynWatch
+from ._running import wait_until
 
 __all__ = ["Plan", "RunOutcome", "expected_for", "run_kit", "run_stock"]
 
@@ -140,16 +141,6 @@ def _locator_url(proxies: Sequence[FaultProxy], plan: Plan) -> str:
     if len(proxies) == 1:
         return proxies[0].url + plan.query()
     return "(" + ",".join(p.url for p in proxies) + ")" + plan.query()
-
-
-async def _poll(condition: Any, timeout: float, what: str) -> None:
-    """Poll ``condition()`` every 10 ms until true; TimeoutError naming ``what`` after ``timeout`` s."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() >= deadline:
-            raise TimeoutError(f"{what} within {timeout:.1f}s")
-        await asyncio.sleep(0.01)
 
 
 def _span_s(plan: Plan, tolerance: Tolerance) -> float:
@@ -262,8 +253,9 @@ async def _kit_initial(plan: Plan, proxies: Sequence[FaultProxy], base: ClientSe
     connection: Connection | None = None
     try:
         if plan.limit is not None:
-            await _poll(lambda: sum(len(p.attempts) for p in proxies) >= plan.limit, _span_s(plan, tolerance),
-                        f"fewer than {plan.limit} attempts")
+            limit = plan.limit  # narrowed for the predicate below
+            await wait_until(lambda: sum(len(p.attempts) for p in proxies) >= limit, _span_s(plan, tolerance),
+                             f"fewer than {plan.limit} attempts")
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, ClientError, ConnectionRefusedError):
                 await task
@@ -330,8 +322,9 @@ async def _stock_reconnect(plan: Plan, proxy: FaultProxy, watch: SynWatch, clien
     proxy.cut_all()
     closed_ns: int | None = None
     if plan.limit is not None:
-        await _poll(lambda: len(watch.snapshot()) - before >= plan.limit, _span_s(plan, tolerance),
-                    f"fewer than {plan.limit} attempts")
+        limit = plan.limit  # narrowed for the predicate below
+        await wait_until(lambda: len(watch.snapshot()) - before >= limit, _span_s(plan, tolerance),
+                         f"fewer than {plan.limit} attempts")
         closed_ns = time.monotonic_ns()
         await client.close()
     elif expected:
@@ -352,7 +345,7 @@ async def _stock_reconnect(plan: Plan, proxy: FaultProxy, watch: SynWatch, clien
 async def _quiet(watch: SynWatch, count: int, seconds: float) -> None:
     """Watch ``seconds`` for attempts beyond ``count`` (returns early when one comes)."""
     with contextlib.suppress(TimeoutError):
-        await _poll(lambda: len(watch.snapshot()) > count, seconds, "no extra attempt")
+        await wait_until(lambda: len(watch.snapshot()) > count, seconds, "no extra attempt")
 
 
 async def _stock_initial(plan: Plan, proxies: Sequence[FaultProxy], watch: SynWatch, client: StockClient,
@@ -365,8 +358,9 @@ async def _stock_initial(plan: Plan, proxies: Sequence[FaultProxy], watch: SynWa
     await client.wait_for("started", timeout=60.0)
     notes["stock_defaults"] = client.first("started").detail  # type: ignore[union-attr]
     if plan.limit is not None:
-        await _poll(lambda: len(watch.snapshot()) >= plan.limit, 60.0 + _span_s(plan, tolerance),
-                    f"fewer than {plan.limit} attempts")
+        limit = plan.limit  # narrowed for the predicate below
+        await wait_until(lambda: len(watch.snapshot()) >= limit, 60.0 + _span_s(plan, tolerance),
+                         f"fewer than {plan.limit} attempts")
         await client.close()
     else:
         end = await client.wait_for("gave-up", "connected", timeout=60.0 + _span_s(plan, tolerance))

@@ -24,6 +24,8 @@ from conformance.plugin import Settings
 from conformance.targets import Target
 from reference.client import ClientError, ClientSettings, Connection, FailoverEvent, Producer, Session, connect
 
+from . import _running
+
 __all__ = [
     "Flow",
     "SESSION_CHANNEL_MIN",
@@ -51,7 +53,7 @@ SCENARIO_S = 90.0
 
 def run(settings: Settings, scenario: Coroutine[Any, Any, None], seconds: float = SCENARIO_S) -> None:
     """Run one case's asyncio scenario to completion within its (scaled) deadline."""
-    asyncio.run(asyncio.wait_for(scenario, settings.deadline(seconds)))
+    _running.run(settings, scenario, seconds)
 
 
 def client_settings(target: Target, **changes: Any) -> ClientSettings:

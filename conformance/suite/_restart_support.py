@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from codec import CURRENT_VERSION, CoreMessage, RoutingType, TypedProperties
@@ -21,7 +21,6 @@ from conformance.cases import Case
 from conformance.evidence import CaseEvidence
 from conformance.faults import FaultProxy
 from conformance.oracles import History, check
-from conformance.plugin import Settings
 from conformance.targets import KILL, RESTART, Node, Target
 from reference.client import (
     ClientError,
@@ -33,6 +32,8 @@ from reference.client import (
     Session,
     connect,
 )
+
+from ._running import run, wait_until
 
 __all__ = [
     "Trigger",
@@ -62,11 +63,6 @@ QUIET_S = 1.0
 RECEIVE_S = 10.0
 
 
-def run(settings: Settings, scenario: Coroutine[Any, Any, None], seconds: float) -> None:
-    """Run a case's scenario on a fresh event loop, bounded by the run's scaled deadline."""
-    asyncio.run(asyncio.wait_for(scenario, settings.deadline(seconds)))
-
-
 def client_settings(target: Target, **changes: Any) -> ClientSettings:
     """The kit client's settings for this target: the newest protocol version both sides speak, quick
     reconnect attempts, blocking sends (so every send in a history is confirmed), bounded calls."""
@@ -89,15 +85,6 @@ def message(key: str, seq: int, *, durable: bool = True) -> CoreMessage:
 def key_of(delivery: Delivery) -> str:
     value = delivery.message.properties.get("key")
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-async def wait_until(predicate: Callable[[], bool], seconds: float, what: str) -> None:
-    """Poll ``predicate`` until it holds, at most ``seconds``; a miss raises TimeoutError naming ``what``."""
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"{what}: not within {seconds:.1f} s")
-        await asyncio.sleep(0.01)
 
 
 class Watch:

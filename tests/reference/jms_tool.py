@@ -8,22 +8,13 @@ per check: ``{"scenario": ..., "check": ..., "ok": ..., "detail": ...}``.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
 import json
-import os
-import shutil
 import subprocess
-import tempfile
-import threading
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from conformance.artemis.distribution import Distribution
-from conformance.artemis.java_tools import JAVAC_TIMEOUT_S, ToolError, classpath, java_command
+from conformance.artemis.java_tools import compile_java, java_command
 
 __all__ = ["JMS_MAIN", "Check", "JmsRun", "build_jms", "run_jms", "jms_sources"]
 
@@ -73,79 +64,9 @@ class JmsRun:
         return "\n".join(lines)
 
 
-def _javac() -> str:
-    javac = shutil.which("javac")
-    if javac is None:
-        raise ToolError("javac was not found on PATH: install a JDK 17 or newer")
-    return javac
-
-
-def _stamp(dist: Distribution, src: Path, javac: str) -> dict[str, object]:
-    try:
-        version = subprocess.run([javac, "-version"], capture_output=True, text=True, timeout=60, check=False)
-    except subprocess.TimeoutExpired:
-        raise ToolError("javac -version did not answer within 60s") from None
-    sources = sorted(src.rglob("*.java"))
-    if not sources:
-        raise ToolError(f"no Java sources under {src}")
-    return {
-        "javac": (version.stdout + version.stderr).strip(),
-        "artemis": dist.version,
-        "jars": sorted(p.name for p in dist.lib.glob("*.jar")),
-        "sources": {str(p.relative_to(src)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sources},
-    }
-
-
-@contextlib.contextmanager
-def _lock(path: Path, timeout_s: float = JAVAC_TIMEOUT_S + 60.0) -> Iterator[None]:
-    """Serialise compiles of concurrent test processes; give up after ``timeout_s``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + timeout_s
-    poll = threading.Event()  # never set: a bounded pause between attempts
-    with path.open("a+") as handle:
-        while True:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise ToolError(f"timed out after {timeout_s:.0f}s waiting for {path}") from None
-                poll.wait(0.2)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
 def build_jms(dist: Distribution, *, src: Path | None = None) -> Path:
     """Compile the program when a source (or javac, or the jar list) changed; return the classes dir."""
-    source_root = src or jms_sources()
-    javac = _javac()
-    out = dist.root / "jms-classes"
-    stamp_path = dist.root / "jms-classes.stamp.json"
-    with _lock(dist.root / "jms-classes.lock"):
-        wanted = _stamp(dist, source_root, javac)
-        if out.is_dir() and stamp_path.is_file():
-            with contextlib.suppress(json.JSONDecodeError):
-                if json.loads(stamp_path.read_text(encoding="utf-8")) == wanted:
-                    return out
-        staging = Path(tempfile.mkdtemp(prefix="jms-classes.", dir=dist.root))
-        command = [
-            javac, "--release", "17", "-encoding", "UTF-8", "-Xlint:all,-serial,-processing,-options",
-            "-d", str(staging), "-cp", classpath(dist), *[str(p) for p in sorted(source_root.rglob("*.java"))],
-        ]  # fmt: skip
-        try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S, check=False)
-        except subprocess.TimeoutExpired:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise ToolError(f"javac did not finish within {JAVAC_TIMEOUT_S:.0f}s") from None
-        if result.returncode != 0:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise ToolError("javac failed:\n" + (result.stdout + result.stderr).strip())
-        shutil.rmtree(out, ignore_errors=True)
-        os.replace(staging, out)
-        stamp_path.write_text(json.dumps(wanted, indent=2) + "\n", encoding="utf-8")
-        return out
+    return compile_java(dist, src or jms_sources(), dist.root / "jms-classes")
 
 
 def _parse(stdout: str) -> tuple[list[Check], list[str]]:
