@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -50,6 +51,8 @@ from ._errors import CallTimeout, ClientError, ConnectionFailed, ObjectClosed
 from ._locator import Connector, LocatorURL, RetryLoop, parse_locator_url
 from ._session import ConsumerCore, Delivery, ProducerCore, SessionCore, SessionOptions
 from ._settings import ClientSettings
+
+LOG = logging.getLogger("reference.client")
 
 __all__ = ["Connection", "Consumer", "Producer", "Session", "connect"]
 
@@ -195,7 +198,7 @@ class Connection:
             return
         for listener in list(self._listeners):
             listener(error)
-        if core.keep_sessions and not self._closing and self._reconnecting is None:
+        if core.keep_sessions and not self._closing and self._reconnecting is None and self._final_failure is None:
             self._record("failed", str(error))
             self._settled.clear()
             self._reconnecting = asyncio.ensure_future(self._reconnect(core, error))
@@ -223,6 +226,18 @@ class Connection:
                     if retry_at is None:
                         break
                     await asyncio.sleep(max(0.0, retry_at - self.clock()))
+                except Exception as exc:
+                    # A defect of this client, not of the peer: end the reconnection with the cause named
+                    # rather than leave the sessions waiting on a task that has died.
+                    LOG.exception("reconnection stopped by an internal error")
+                    self._record("attempt-failed", f"internal error: {exc!r}")
+                    internal = ConnectionFailed(f"{getattr(error, 'reason', error)}; reconnection stopped by an "
+                                                f"internal error: {exc!r}",
+                                                getattr(error, "code", int(ExceptionType.NOT_CONNECTED)))
+                    self._give_up(sessions, internal, loop.failures + 1)
+                    core.fail(internal)  # its socket's close must not start another reconnection
+                    self._drop_transport()
+                    return
             self._give_up(sessions, error, loop.failures)
         finally:
             timer.cancel()
@@ -264,7 +279,7 @@ class Connection:
         return asyncio.ensure_future(expire())
 
     def _give_up(self, sessions: list[SessionCore], error: ClientError, attempts: int) -> None:
-        final = ConnectionFailed(f"{error}; reconnection gave up after {attempts} attempt(s)",
+        final = ConnectionFailed(f"{getattr(error, 'reason', error)}; reconnection gave up after {attempts} attempt(s)",
                                  getattr(error, "code", int(ExceptionType.NOT_CONNECTED)))
         self._final_failure = final
         self._record("gave-up", str(final))

@@ -116,6 +116,10 @@ class ClientConnectionCore:
         timeout = self.settings.topology_timeout_ms
         self._topology_call = Call("SUBSCRIBE_TOPOLOGY (waiting for last=true)", _TOPOLOGY, None,
                                    now + timeout / 1000, timeout)
+        if self.failure is not None:
+            # The socket can close between the TCP connect and start() (a broker that is stopping accepts
+            # and hangs up); no timer runs on a failed core, so the call must fail now or nobody would end it.
+            self._topology_call.fail(self.failure)
         return self._topology_call
 
     def close(self) -> list[Call]:

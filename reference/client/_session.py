@@ -265,6 +265,7 @@ class SessionCore:
         self.credits: dict[str | None, ProducerCredits] = {}
         self.started = False
         self.closed = False
+        self.failure: ClientError | None = None  # why the session ended, when a failure ended it
         self.server_version = settings.version
         # Failover state (notes §9.4, §9.5).
         self.attached = True
@@ -285,6 +286,8 @@ class SessionCore:
     def write(self, packet: Packet) -> None:
         """Send a packet on this session's channel (confirmable ones enter the resend cache)."""
         if self.closed:
+            if self.failure is not None:
+                raise self.failure
             if self.connection.failure is not None:
                 raise self.connection.failure
             raise ObjectClosed(f"session {self.options.name!r} is closed; cannot send {packet.type_name()}")
@@ -353,6 +356,7 @@ class SessionCore:
     def failed(self, error: ClientError) -> None:
         """The connection is gone: every waiter learns why, every reader wakes."""
         self.closed = True
+        self.failure = error
         self.calls.fail_all(error)
         for consumer in self.consumers.values():
             consumer.closed = True

@@ -151,6 +151,18 @@ def test_without_the_topology_the_connection_fails_after_topology_timeout() -> N
     assert client.failure.code == ExceptionType.CONNECTION_TIMEDOUT
 
 
+def test_a_socket_lost_before_start_fails_the_topology_wait_at_once() -> None:
+    # A broker that is stopping can accept the TCP connection and hang up before the handshake is written;
+    # no timer runs on a failed core, so a topology call left waiting would hang a reconnection forever.
+    clock = FakeClock()
+    client = ClientConnectionCore(ClientSettings(topology_timeout_ms=2_000), clock)
+    client.connection_lost("the TCP connection to 127.0.0.1:61616 closed")
+    topology = client.start()
+    assert topology.done
+    assert topology.error is client.failure
+    assert isinstance(topology.error, ConnectionFailed)
+
+
 # ---------------------------------------------------------------------- correlation and requires_response
 
 
