@@ -17,6 +17,7 @@ from ._logging import configure_logging
 from ._server import BrokerServer
 from .broker import BrokerCore, BrokerSettings, Queue
 from .broker._journal_storage import JournalStorage, open_journal
+from .cluster import UdpGroups
 from .config import BrokerConfig, ConfigError, SecurityModel, default_config, load_config
 from .journal import JournalError
 
@@ -56,6 +57,9 @@ async def _run(args: argparse.Namespace) -> int:
     port = args.port if args.port is not None else (acceptor.port if acceptor else 61616)
     data = args.data or _journal_parent(config)
     settings = broker_settings(config, _node_id(data))
+    # Built before anything starts: a group that cannot work is a ConfigError.  The cluster
+    # connections subscribe to ``udp_groups.discovery[name]``.
+    udp_groups = UdpGroups(config, settings.node_id)
     wall_clock = lambda: int(time.time() * 1000)  # noqa: E731 - a one-line clock
     storage: JournalStorage | None = None
     if args.non_persistent or not config.journal.persistence_enabled:
@@ -77,8 +81,10 @@ async def _run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await server.start()
+    await udp_groups.start()
     print(f"reference broker listening on {host}:{server.bound_port}", file=sys.stderr, flush=True)
     await stop.wait()
+    await udp_groups.stop()
     await server.stop()
     if storage is not None:
         storage.journal.sync()

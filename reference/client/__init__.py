@@ -11,6 +11,7 @@ from __future__ import annotations
 from ._aio import Connection, Consumer, FailoverEvent, Producer, Session, connect
 from ._calls import Call, CallQueue
 from ._connection import ClientConnectionCore, TopologyMember
+from ._discovery import DiscoveryArrival, DiscoveryEntry, DiscoveryReceiver, DiscoveryTable
 from ._errors import (
     BrokerRefused,
     CallTimeout,
@@ -22,7 +23,7 @@ from ._errors import (
     TransactionRolledBack,
     XAError,
 )
-from ._locator import Connector, LocatorURL, RetryLoop, intervals, parse_locator_url
+from ._locator import Connector, DiscoveryEndpoint, LocatorURL, RetryLoop, intervals, parse_locator_url
 from ._session import ConsumerCore, Delivery, ProducerCore, SessionCore, SessionOptions
 from ._settings import ClientSettings
 
@@ -40,6 +41,11 @@ __all__ = [
     "Consumer",
     "ConsumerCore",
     "Delivery",
+    "DiscoveryArrival",
+    "DiscoveryEndpoint",
+    "DiscoveryEntry",
+    "DiscoveryReceiver",
+    "DiscoveryTable",
     "FailoverEvent",
     "FailoverInterrupted",
     "LocatorURL",

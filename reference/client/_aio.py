@@ -47,6 +47,7 @@ from codec import (
 
 from ._calls import Call
 from ._connection import ClientConnectionCore
+from ._discovery import DiscoveryReceiver, discover
 from ._errors import CallTimeout, ClientError, ConnectionFailed, ObjectClosed
 from ._locator import Connector, LocatorURL, RetryLoop, parse_locator_url
 from ._session import ConsumerCore, Delivery, ProducerCore, SessionCore, SessionOptions
@@ -109,6 +110,9 @@ async def connect(url: str = "tcp://127.0.0.1:61616", *, settings: ClientSetting
 
     ``url`` is ``tcp://host:port`` or ``(tcp://a:p,tcp://b:q)`` with client parameters in Artemis's
     spelling (``?confirmationWindowSize=1048576&reconnectAttempts=-1``); they override ``settings``.
+    ``udp://group:port?localBindAddress=...`` discovers the connectors from broadcast groups first: it
+    waits ``discoveryInitialWaitTimeout`` for a broadcast and raises :class:`ConnectionFailed` naming
+    the group when none comes.
     The initial connection tries the connectors round robin, ``initialConnectAttempts`` times each,
     waiting ``retryInterval`` (backed off) between attempts.  After a failure the connection
     reconnects when ``reconnectAttempts`` is not 0 and reattaches (or recreates) its sessions.
@@ -129,6 +133,8 @@ class Connection:
         self.clock = clock
         self.connect_timeout = connect_timeout
         self.events: list[FailoverEvent] = []
+        #: The connectors tried, round robin: the URL's, or for udp:// those discovered while connecting.
+        self.connectors: tuple[Connector, ...] = locator.connectors
         self._connector_index = 0
         self.core = self._new_core()
         self._loop = asyncio.get_running_loop()
@@ -144,7 +150,7 @@ class Connection:
 
     @property
     def connector(self) -> Connector:
-        return self.locator.connectors[self._connector_index]
+        return self.connectors[self._connector_index]
 
     @property
     def peer(self) -> str:
@@ -179,17 +185,35 @@ class Connection:
         await _awaitable(topology)
 
     async def _initial_connect(self) -> None:
-        loop = RetryLoop(self.settings, reconnect=False, connectors=len(self.locator.connectors))
+        discovery: DiscoveryReceiver | None = None
+        if self.locator.discovery is not None:
+            discovery = await discover(self.locator.discovery, self.settings.initial_connect_attempts,
+                                       clock=self.clock)
+            self.connectors = discovery.connectors
+        try:
+            await self._connect_round_robin(discovery)
+        finally:
+            if discovery is not None:
+                # Connected (a topology arrived) or given up: reconnection uses the connectors known now, as
+                # Artemis stops taking discovery results once it has a topology (notes §12.2).
+                discovery.close()
+
+    async def _connect_round_robin(self, discovery: DiscoveryReceiver | None) -> None:
+        loop = RetryLoop(self.settings, reconnect=False, connectors=len(self.connectors))
         while True:
             try:
                 await self._open(self.core)
                 return
             except (ConnectionRefusedError, ClientError) as exc:
                 self._drop_transport()
+                if discovery is not None and discovery.connectors:
+                    # Until a topology arrives, discovery results replace the connector list.
+                    self.connectors = discovery.connectors
+                    loop.connectors = len(self.connectors)
                 retry_at = loop.attempt_failed(self.clock())
                 if retry_at is None:
                     raise ConnectionRefusedError(f"{exc} (gave up after {loop.failures} attempt(s))") from exc
-                self._connector_index = (self._connector_index + 1) % len(self.locator.connectors)
+                self._connector_index = (self._connector_index + 1) % len(self.connectors)
                 self.core = self._new_core()
                 await asyncio.sleep(max(0.0, retry_at - self.clock()))
 

@@ -4,6 +4,12 @@ URL forms, as Artemis's client accepts them::
 
     tcp://host:port?confirmationWindowSize=1048576&reconnectAttempts=-1
     (tcp://a:61616,tcp://b:61617)?retryInterval=500
+    udp://231.7.7.7:9876?localBindAddress=127.0.0.1&discoveryInitialWaitTimeout=3000
+
+A ``udp://`` URL is a discovery locator (notes §12): the connectors come from broadcast-group
+datagrams.  Its discovery parameters are the bean properties Artemis's ``UDPServerLocatorSchema``
+sets on ``UDPBroadcastEndpointFactory`` and ``DiscoveryGroupConfiguration``; the other parameters
+are client settings, as Artemis's JMS ``UDPSchema`` applies them to the connection factory.
 
 The schedule is pure arithmetic on the settings; :class:`RetryLoop` turns it into
 "attempt now / attempt at t / give up" decisions for a caller that owns the
@@ -12,14 +18,15 @@ sockets and the clock.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from urllib.parse import unquote_plus
 
-from ._settings import ClientSettings
+from ._settings import ClientSettings, _camel
 
-__all__ = ["Connector", "LocatorURL", "RetryLoop", "intervals", "parse_locator_url"]
+__all__ = ["Connector", "DiscoveryEndpoint", "LocatorURL", "RetryLoop", "intervals", "parse_locator_url"]
 
 _AUTHORITY = re.compile(r"^(?P<host>\[[^\]]*\]|[^:/?#\[\]]+)(?::(?P<port>\d{1,5}))?/?$")
 DEFAULT_PORT = 61616
@@ -36,9 +43,36 @@ class Connector:
 
 
 @dataclass(frozen=True)
+class DiscoveryEndpoint:
+    """Where a discovery locator listens and how long it waits (Artemis's defaults, notes §12)."""
+
+    group_address: str
+    group_port: int
+    #: The interface the group is joined on (``localBindAddress``; Artemis's default, none, is any).
+    local_bind_address: str = "0.0.0.0"  # noqa: S104 - joining on the default interface is the intent
+    #: Accepted as Artemis accepts it; only a broadcaster binds to it, a receiver does not use it.
+    local_bind_port: int = -1
+    #: An entry not refreshed for this long is dropped when the next datagram arrives.
+    refresh_timeout_ms: int = 10_000
+    #: How long connection creation waits for the first broadcast.
+    initial_wait_timeout_ms: int = 10_000
+
+    @property
+    def url(self) -> str:
+        return f"udp://{self.group_address}:{self.group_port}"
+
+
+@dataclass(frozen=True)
 class LocatorURL:
+    """``connectors`` is empty for a discovery locator (``discovery`` set): they are learnt at connect time."""
+
     connectors: tuple[Connector, ...]
     params: dict[str, str]
+    discovery: DiscoveryEndpoint | None = None
+
+    @property
+    def is_discovery(self) -> bool:
+        return self.discovery is not None
 
     def settings(self, base: ClientSettings | None = None) -> ClientSettings:
         return (base or ClientSettings()).with_params(self.params)
@@ -62,13 +96,18 @@ def parse_locator_url(url: str) -> LocatorURL:
         members = [head]
     if not members or any(not m for m in members):
         raise ValueError(f"bad broker URL {url!r}: empty connector")
-    connectors = tuple(_connector(m, url) for m in members)
+    discovery = any(m.partition("://")[0] == "udp" for m in members)
+    if discovery and len(members) > 1:
+        raise ValueError(f"bad broker URL {url!r}: a udp:// discovery group cannot be part of a connector list")
+    connectors = () if discovery else tuple(_connector(m, url) for m in members)
     params: dict[str, str] = {}
     for pair in filter(None, re.split(r"[&;]", query)):
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise ValueError(f"bad broker URL {url!r}: parameter {pair!r} is not name=value")
         params[unquote_plus(key)] = unquote_plus(value)
+    if discovery:
+        return _discovery_locator(members[0], params, url)
     return LocatorURL(connectors, params)
 
 
@@ -77,7 +116,7 @@ def _connector(member: str, url: str) -> Connector:
     if not sep:
         raise ValueError(f"bad broker URL {url!r}: {member!r} has no scheme (expected tcp://host:port)")
     if scheme != "tcp":
-        raise ValueError(f"bad broker URL {url!r}: scheme {scheme!r} is not supported (only tcp)")
+        raise ValueError(f"bad broker URL {url!r}: scheme {scheme!r} is not supported (only tcp and udp)")
     match = _AUTHORITY.match(rest)
     if match is None:
         raise ValueError(f"bad broker URL {url!r}: {rest!r} is not host[:port]")
@@ -85,6 +124,86 @@ def _connector(member: str, url: str) -> Connector:
     if not 0 < port < 65536:
         raise ValueError(f"bad broker URL {url!r}: port {port} out of range")
     return Connector(match["host"].strip("[]"), port)
+
+
+#: Discovery parameters: the bean properties Artemis's UDPServerLocatorSchema populates from a udp:// query
+#: (UDPBroadcastEndpointFactory.setLocalBindAddress / setLocalBindPort,
+#: DiscoveryGroupConfiguration.setRefreshTimeout / setDiscoveryInitialWaitTimeout).
+_DISCOVERY_PARAMS = ("localBindAddress", "localBindPort", "refreshTimeout", "discoveryInitialWaitTimeout")
+#: Properties Artemis also takes from a udp:// query that the kit does not use: refused by name.
+_DISCOVERY_UNSUPPORTED = {
+    "groupAddress": "give the group as the URL's host (udp://group:port)",
+    "groupPort": "give the group port as the URL's port (udp://group:port)",
+    "stoppingTimeout": "the kit's receiver stops at once",
+    "name": "the kit does not name discovery groups",
+    "ha": "the kit's client has no HA locator mode",
+}
+
+
+def _discovery_locator(member: str, params: dict[str, str], url: str) -> LocatorURL:
+    rest = member.partition("://")[2]
+    match = _AUTHORITY.match(rest)
+    if match is None:
+        raise ValueError(f"bad broker URL {url!r}: {rest!r} is not group-address:group-port")
+    group = match["host"].strip("[]")
+    _ipv4(group, "group address", url)
+    if not ipaddress.IPv4Address(group).is_multicast:
+        raise ValueError(f"bad broker URL {url!r}: group address {group!r} is not a multicast address (224.0.0.0/4)")
+    if not match["port"]:
+        raise ValueError(f"bad broker URL {url!r}: no group port (udp://{group}:9876)")
+    port = int(match["port"])
+    if not 0 < port < 65536:
+        raise ValueError(f"bad broker URL {url!r}: group port {port} out of range")
+    endpoint = DiscoveryEndpoint(group, port)
+    client_params = {_camel(f.name) for f in fields(ClientSettings)}
+    rest_params: dict[str, str] = {}
+    for key, text in params.items():
+        if key == "localBindAddress":
+            _ipv4(text, key, url)
+            endpoint = replace(endpoint, local_bind_address=text)
+        elif key == "localBindPort":
+            bind_port = _integer(key, text, url)
+            if not -1 <= bind_port < 65536:
+                raise ValueError(f"bad broker URL {url!r}: {key}={bind_port} out of range (-1 or 0..65535)")
+            endpoint = replace(endpoint, local_bind_port=bind_port)
+        elif key == "refreshTimeout":
+            endpoint = replace(endpoint, refresh_timeout_ms=_positive_ms(key, text, url))
+        elif key == "discoveryInitialWaitTimeout":
+            endpoint = replace(endpoint, initial_wait_timeout_ms=_positive_ms(key, text, url))
+        elif key in _DISCOVERY_UNSUPPORTED:
+            raise ValueError(f"bad broker URL {url!r}: parameter {key!r} is not supported by the kit "
+                             f"({_DISCOVERY_UNSUPPORTED[key]})")
+        elif key in client_params:
+            rest_params[key] = text
+        else:
+            raise ValueError(f"bad broker URL {url!r}: unknown parameter {key!r} (discovery: "
+                             f"{', '.join(_DISCOVERY_PARAMS)}; client: {', '.join(sorted(client_params))})")
+    return LocatorURL((), rest_params, endpoint)
+
+
+def _ipv4(text: str, what: str, url: str) -> None:
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        raise ValueError(f"bad broker URL {url!r}: {what} {text!r} is not an IPv4 address") from None
+    if address.version != 4:
+        raise ValueError(f"bad broker URL {url!r}: {what} {text!r}: only IPv4 is supported")
+
+
+def _integer(key: str, text: str, url: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"bad broker URL {url!r}: {key}={text!r} is not an integer") from None
+
+
+def _positive_ms(key: str, text: str, url: str) -> int:
+    number = _integer(key, text, url)
+    if number <= 0:
+        # Artemis takes any long: an initial wait of 0 waits forever, a negative one not at all, and a refresh
+        # timeout <= 0 drops every entry as it arrives.  The kit refuses them (its waits all have a deadline).
+        raise ValueError(f"bad broker URL {url!r}: {key}={number} must be > 0 (milliseconds)")
+    return number
 
 
 def intervals(settings: ClientSettings) -> Iterator[int]:

@@ -1,0 +1,137 @@
+"""What the discovery group's cases listen with: a multicast receiver that keeps every datagram a broadcast
+group sends, stamped on arrival with the monotonic clock and dissected through the codec's scapy layer."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from codec import DiscoveryDatagram, TransportConfiguration, encode_discovery
+from codec.scapy import ArtemisDiscovery
+
+__all__ = ["BroadcastListener", "Heard", "endpoint_of"]
+
+
+@dataclass(frozen=True)
+class Heard:
+    """One datagram as it arrived: when (``time.monotonic_ns()``), from where, its bytes and what they say."""
+
+    at_ns: int
+    sender: tuple[str, int]
+    data: bytes
+    datagram: DiscoveryDatagram | None
+    error: str | None
+
+    @property
+    def exact(self) -> bool:
+        """The datagram is exactly its encoding: no trailing bytes, nothing the codec would write differently."""
+        return self.datagram is not None and encode_discovery(self.datagram) == self.data
+
+    def advertises(self, host: str, port: int) -> bool:
+        return self.datagram is not None and any(endpoint_of(c) == (host, port) for c in self.datagram.connectors)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"at_ns": self.at_ns, "sender": list(self.sender), "bytes": len(self.data), "hex": self.data.hex(),
+                "node_id": self.datagram.node_id if self.datagram else None,
+                "unique_id": self.datagram.unique_id if self.datagram else None, "error": self.error}
+
+
+def endpoint_of(connector: TransportConfiguration) -> tuple[str, int] | None:
+    """A Netty connector's (host, port); None when it names no port."""
+    host, port = connector.param("host"), connector.param("port")
+    if port is None:
+        return None
+    try:
+        return str(host), int(str(port))
+    except ValueError:
+        return None
+
+
+def _dissect(data: bytes) -> tuple[DiscoveryDatagram | None, str | None]:
+    layer = ArtemisDiscovery(data)
+    datagram: DiscoveryDatagram | None = layer.datagram
+    error: str | None = layer.getfieldval("error")
+    return datagram, error
+
+
+def _receiver_socket(group: str, port: int, interface: str) -> socket.socket:
+    """Bound to the group and port (shared with any broker on this host), member of the group on ``interface``."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if hasattr(socket, "SO_REUSEPORT"):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((group, port))
+        membership = struct.pack("4s4s", socket.inet_aton(group), socket.inet_aton(interface))
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, membership)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class _Protocol(asyncio.DatagramProtocol):
+    def __init__(self, listener: BroadcastListener) -> None:
+        self.listener = listener
+
+    def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
+        at = time.monotonic_ns()
+        datagram, error = _dissect(data)
+        self.listener._heard(Heard(at, (str(addr[0]), int(addr[1])), data, datagram, error))
+
+
+class BroadcastListener:
+    """``async with BroadcastListener(group, port) as heard:`` collects datagrams until the block ends."""
+
+    def __init__(self, group: str, port: int, interface: str = "127.0.0.1") -> None:
+        self.group, self.port, self.interface = group, port, interface
+        self.heard: list[Heard] = []
+        self._changed = asyncio.Event()
+        self._transport: asyncio.DatagramTransport | None = None
+
+    async def __aenter__(self) -> BroadcastListener:
+        sock = _receiver_socket(self.group, self.port, self.interface)
+        transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(lambda: _Protocol(self), sock=sock)
+        self._transport = transport
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    def _heard(self, heard: Heard) -> None:
+        self.heard.append(heard)
+        self._changed.set()
+
+    def from_node(self, host: str, port: int, *, after_ns: int = 0) -> list[Heard]:
+        """The datagrams that advertise ``host:port`` (one node's), received after ``after_ns``."""
+        return [h for h in self.heard if h.at_ns > after_ns and h.advertises(host, port)]
+
+    async def wait_for(self, done: Callable[[], bool], seconds: float, what: str) -> None:
+        """Wait until ``done()`` holds, re-checked on every datagram; TimeoutError naming ``what`` after ``seconds``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while not done():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise TimeoutError(f"{what}: not within {seconds:.1f} s ({len(self.heard)} datagram(s) heard on "
+                                   f"{self.group}:{self.port}, joined on {self.interface})")
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                continue
+
+    async def quiet(self, heard: Callable[[], bool], seconds: float) -> bool:
+        """Watch for ``seconds``; True when ``heard()`` became true (something arrived that should not have)."""
+        try:
+            await self.wait_for(heard, seconds, "quiet")
+        except TimeoutError:
+            return False
+        return True

@@ -1,0 +1,239 @@
+"""Server discovery over UDP (spec 002 "Server discovery", notes §12).
+
+The kit starts brokers whose broadcast groups send to a multicast group on loopback (each case its own
+group port), joins the group on 127.0.0.1 and keeps every datagram with its arrival time (monotonic).
+Every datagram is dissected through the codec's scapy layer and must be exactly its encoding; what it
+advertises must be the node's acceptor, usable by a client; the node ID must survive a restart while
+the unique ID changes; broadcasts must come at the start and then every broadcast-period (timing
+oracle, intervals judged).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable
+
+from codec import CoreMessage, RoutingType, TransportConfiguration
+from conformance.cases import Case, cases
+from conformance.evidence import CaseEvidence
+from conformance.oracles import check_schedule, expected_broadcast_schedule
+from conformance.plugin import Settings
+from conformance.targets import ClusterSpec, NodeSpec, Target, Topology
+from conformance.targets._base import ManagedTarget
+from reference.client import connect
+
+from ._discovery_kit import BroadcastListener, Heard, endpoint_of
+from ._restart_support import client_settings
+from ._running import run
+
+#: The fixture ``cck_make_target``: a started target of the run's kind with the given topology.
+MakeTarget = Callable[[Topology], Target]
+CASE_S = 90.0
+#: A node's first datagram once the target reports it started (a JVM's cluster manager starts last).
+FIRST_S = 20.0
+RECEIVE_S = 10.0
+#: What a Netty connector names as its factory (as broker.xml connector URLs are turned into).
+NETTY_FACTORY = TransportConfiguration.netty("127.0.0.1", 0).factory_class_name
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _topology(nodes: int, period_ms: int) -> Topology:
+    return Topology.cluster_of(nodes, ClusterSpec(discovery="udp", broadcast_period_ms=period_ms))
+
+
+def _managed(target: Target) -> ManagedTarget:
+    assert isinstance(target, ManagedTarget), f"a managed target was made, got {target!r}"
+    return target
+
+
+def _listener(target: ManagedTarget) -> BroadcastListener:
+    cluster = target.topology.cluster
+    assert cluster is not None
+    return BroadcastListener(cluster.group_address, cluster.group_port)
+
+
+async def _datagrams(listener: BroadcastListener, node: NodeSpec, count: int, seconds: float,
+                     *, after_ns: int = 0) -> list[Heard]:
+    def enough() -> bool:
+        return len(listener.from_node(node.host, node.port, after_ns=after_ns)) >= count
+
+    await listener.wait_for(enough, seconds, f"{count} broadcast(s) advertising {node.host}:{node.port}")
+    return listener.from_node(node.host, node.port, after_ns=after_ns)[:count]
+
+
+def _content_problems(node: NodeSpec, heard: list[Heard]) -> list[str]:
+    """What is wrong with one node's datagrams (layout, connector, identity within one instance)."""
+    problems: list[str] = []
+    for h in heard:
+        if h.datagram is None:
+            problems.append(f"a datagram from {h.sender} does not dissect: {h.error}")
+            continue
+        if not h.exact:
+            problems.append(f"a datagram of {len(h.data)} bytes is not exactly its encoding (trailing or "
+                            f"differently encoded bytes): {h.data.hex()}")
+        if len(h.datagram.connectors) != 1:
+            problems.append(f"{len(h.datagram.connectors)} connectors advertised, the broadcast group names one")
+        for connector in h.datagram.connectors:
+            if connector.factory_class_name != NETTY_FACTORY:
+                problems.append(f"connector {connector.name!r} has factory {connector.factory_class_name!r}")
+            if endpoint_of(connector) != (node.host, node.port):
+                problems.append(f"connector {connector.name!r} advertises {endpoint_of(connector)}, the node's "
+                                f"connector is {node.host}:{node.port}")
+    identities = {(h.datagram.node_id, h.datagram.unique_id) for h in heard if h.datagram is not None}
+    if len(identities) > 1:
+        problems.append(f"node and unique IDs changed between broadcasts of one broker instance: {sorted(identities)}")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------------- content
+
+CONTENT = tuple(
+    Case(f"discovery.datagram.{n}", "discovery.broadcast",
+         f"{nodes} node(s), each with a broadcast group (broadcast-period {period} ms, one connector-ref: the "
+         "node's own connector) on one multicast group; the kit listens for three broadcasts of each node",
+         "every datagram dissects (scapy layer) and is exactly its encoding; it advertises one Netty connector, "
+         "the node's acceptor host and port; node ID and unique ID do not change between broadcasts; "
+         "different nodes have different node IDs and unique IDs; a node ID looks like a UUID (SHOULD)",
+         needs=("config",), params={"nodes": nodes, "period": period})
+    for n, (nodes, period) in enumerate(((1, 500), (2, 500), (3, 500), (1, 2000)), 1)
+)
+
+
+@cases(*CONTENT)
+def test_broadcast_datagrams(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                             evidence: CaseEvidence) -> None:
+    target = _managed(cck_make_target(_topology(case.params["nodes"], case.params["period"])))
+    window = cck_settings.deadline(FIRST_S + 3 * case.params["period"] / 1000)
+
+    async def scenario() -> None:
+        async with _listener(target) as listener:
+            per_node = {spec.name: await _datagrams(listener, spec, 3, window) for spec in target.topology.nodes}
+        evidence.note("datagrams", {name: [h.to_json() for h in heard] for name, heard in per_node.items()})
+        problems = [f"{name}: {p}" for spec in target.topology.nodes
+                    for name in [spec.name] for p in _content_problems(spec, per_node[name])]
+        ids = [(heard[0].datagram.node_id, heard[0].datagram.unique_id)
+               for heard in per_node.values() if heard[0].datagram is not None]
+        if len({node_id for node_id, _ in ids}) != len(ids):
+            problems.append(f"two nodes broadcast the same node ID: {ids}")
+        if len({unique for _, unique in ids}) != len(ids):
+            problems.append(f"two nodes broadcast the same unique ID: {ids}")
+        for node_id, unique in ids:
+            evidence.should(bool(UUID.fullmatch(node_id)), f"node ID {node_id!r} is not a UUID string")
+            evidence.should(bool(UUID.fullmatch(unique)), f"unique ID {unique!r} is not a UUID string")
+        assert not problems, " | ".join(problems)
+
+    run(cck_settings, scenario(), CASE_S)
+
+
+# ---------------------------------------------------------------------------------------------------- cadence
+
+PERIOD = tuple(
+    Case(f"discovery.period.{n}", "discovery.broadcast-period",
+         f"one node with broadcast-period {period} ms; the kit times {count} consecutive broadcasts on arrival "
+         "(monotonic clock)",
+         "each interval between consecutive broadcasts is broadcast-period within the run's timing tolerance "
+         "(intervals judged, offsets reported)",
+         needs=("config",), params={"period": period, "count": count})
+    for n, (period, count) in enumerate(((250, 8), (500, 6), (1000, 5), (2000, 4)), 1)
+)
+
+
+@cases(*PERIOD)
+def test_broadcast_period(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                          evidence: CaseEvidence) -> None:
+    period, count = case.params["period"], case.params["count"]
+    target = _managed(cck_make_target(_topology(1, period)))
+    node = target.topology.nodes[0]
+
+    async def scenario() -> None:
+        async with _listener(target) as listener:
+            # the first broadcast heard is the origin: when the group started is not observable from outside
+            first = await _datagrams(listener, node, 1, cck_settings.deadline(FIRST_S + period / 1000))
+            heard = await _datagrams(listener, node, count, cck_settings.deadline(
+                (count + 1) * period / 1000 + RECEIVE_S), after_ns=first[0].at_ns - 1)
+        observed = [h.at_ns for h in heard]
+        result = check_schedule(observed, expected_broadcast_schedule(period, count), cck_settings.tolerance,
+                                origin_ns=None)
+        evidence.timing(f"broadcast every {period} ms", result)
+        assert result.ok, result.explanation
+
+    run(cck_settings, scenario(), CASE_S)
+
+
+# ---------------------------------------------------------------------------------------------------- identity
+
+RESTART = tuple(
+    Case(f"discovery.restart.{n}", "discovery.node-identity",
+         f"one node broadcasting every 500 ms; the kit {how} and starts it again",
+         "after the restart the node broadcasts the same node ID (kept with its data) and a new unique ID "
+         "(a new broadcast group instance)",
+         needs=("restart",) if graceful else ("kill", "restart"), params={"graceful": graceful})
+    for n, (graceful, how) in enumerate(((True, "stops the node gracefully"), (False, "kills the node (SIGKILL)")), 1)
+)
+
+
+@cases(*RESTART)
+def test_identity_across_restart(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                                 evidence: CaseEvidence) -> None:
+    target = _managed(cck_make_target(_topology(1, 500)))
+    node = target.topology.nodes[0]
+
+    async def scenario() -> None:
+        async with _listener(target) as listener:
+            before = await _datagrams(listener, node, 1, cck_settings.deadline(FIRST_S))
+            await asyncio.to_thread(target.node(node.name).restart, case.params["graceful"])
+            restarted = time.monotonic_ns()
+            after = await _datagrams(listener, node, 1, cck_settings.deadline(FIRST_S), after_ns=restarted)
+        assert before[0].datagram is not None, before[0].error
+        assert after[0].datagram is not None, after[0].error
+        evidence.note("before", before[0].to_json())
+        evidence.note("after", after[0].to_json())
+        assert after[0].datagram.node_id == before[0].datagram.node_id, (
+            f"the node ID changed across the restart: {before[0].datagram.node_id} -> {after[0].datagram.node_id}")
+        assert after[0].datagram.unique_id != before[0].datagram.unique_id, (
+            f"the unique ID {after[0].datagram.unique_id} did not change across the restart")
+
+    run(cck_settings, scenario(), CASE_S)
+
+
+# ---------------------------------------------------------------------------------------------------- usable
+
+USABLE = tuple(
+    Case(f"discovery.connector.{n}", "discovery.connector-usable",
+         f"{nodes} node(s) broadcasting; the kit connects to each connector it heard (not to the URL it configured) "
+         "and sends and receives one message there",
+         "every advertised connector accepts a core session; the message sent through it comes back",
+         needs=("config",), params={"nodes": nodes})
+    for n, nodes in enumerate((1, 2), 1)
+)
+
+
+@cases(*USABLE)
+def test_advertised_connector_is_usable(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                                        evidence: CaseEvidence) -> None:
+    target = _managed(cck_make_target(_topology(case.params["nodes"], 500)))
+    settings = client_settings(target, reconnect_attempts=0)
+
+    async def scenario() -> None:
+        async with _listener(target) as listener:
+            heard = [(await _datagrams(listener, spec, 1, cck_settings.deadline(FIRST_S)))[0]
+                     for spec in target.topology.nodes]
+        for h in heard:
+            assert h.datagram is not None, h.error
+            endpoint = endpoint_of(h.datagram.connectors[0])
+            assert endpoint is not None, f"the connector names no port: {h.datagram.connectors[0]}"
+            host, port = endpoint
+            queue = f"cck.{case.id}.{port}"
+            async with await connect(f"tcp://{host}:{port}", settings=settings) as connection:
+                session = await connection.create_session()
+                await session.create_queue(queue, queue, routing_type=RoutingType.ANYCAST, durable=False)
+                await session.create_producer(queue).send(CoreMessage(f"via {host}:{port}".encode(), durable=False))
+                consumer = await session.create_consumer(queue)
+                session.start()
+                delivery = await consumer.receive(cck_settings.deadline(RECEIVE_S))
+                assert delivery is not None, f"nothing came back through the advertised connector {host}:{port}"
+                evidence.note(f"round_trip_{port}", True)
+
+    run(cck_settings, scenario(), CASE_S)
