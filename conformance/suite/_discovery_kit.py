@@ -4,8 +4,6 @@ group sends, stamped on arrival with the monotonic clock and dissected through t
 from __future__ import annotations
 
 import asyncio
-import socket
-import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,6 +11,7 @@ from typing import Any
 
 from codec import DiscoveryDatagram, TransportConfiguration, encode_discovery
 from codec.scapy import ArtemisDiscovery
+from reference._multicast import open_multicast_receiver
 
 __all__ = ["BroadcastListener", "Heard", "endpoint_of"]
 
@@ -59,23 +58,6 @@ def _dissect(data: bytes) -> tuple[DiscoveryDatagram | None, str | None]:
     return datagram, error
 
 
-def _receiver_socket(group: str, port: int, interface: str) -> socket.socket:
-    """Bound to the group and port (shared with any broker on this host), member of the group on ``interface``."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if hasattr(socket, "SO_REUSEPORT"):
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        sock.bind((group, port))
-        membership = struct.pack("4s4s", socket.inet_aton(group), socket.inet_aton(interface))
-        sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, membership)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
 class _Protocol(asyncio.DatagramProtocol):
     def __init__(self, listener: BroadcastListener) -> None:
         self.listener = listener
@@ -96,7 +78,7 @@ class BroadcastListener:
         self._transport: asyncio.DatagramTransport | None = None
 
     async def __aenter__(self) -> BroadcastListener:
-        sock = _receiver_socket(self.group, self.port, self.interface)
+        sock = open_multicast_receiver(self.group, self.port, self.interface)
         transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(lambda: _Protocol(self), sock=sock)
         self._transport = transport
         return self

@@ -237,3 +237,49 @@ def test_advertised_connector_is_usable(case: Case, cck_make_target: MakeTarget,
                 evidence.note(f"round_trip_{port}", True)
 
     run(cck_settings, scenario(), CASE_S)
+
+
+# ---------------------------------------------------------------------------------------------------- clients
+
+CLIENT = tuple(
+    Case(f"discovery.client.{n}", "discovery.client-udp",
+         f"{nodes} node(s) broadcasting every 500 ms; the kit's client opens {connections} connection(s) with "
+         "udp://<group-address>:<group-port> (joined on 127.0.0.1) and no broker address at all",
+         "every connection is made to a node of the cluster found through the broadcasts, and a message sent "
+         "through it comes back",
+         needs=("config",), params={"nodes": nodes, "connections": connections})
+    for n, (nodes, connections) in enumerate(((1, 1), (3, 3)), 1)
+)
+
+
+@cases(*CLIENT)
+def test_client_finds_brokers_through_udp(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                                          evidence: CaseEvidence) -> None:
+    target = _managed(cck_make_target(_topology(case.params["nodes"], 500)))
+    cluster = target.topology.cluster
+    assert cluster is not None
+    wait_ms = int(cck_settings.deadline(FIRST_S) * 1000)
+    url = (f"udp://{cluster.group_address}:{cluster.group_port}?localBindAddress=127.0.0.1"
+           f"&discoveryInitialWaitTimeout={wait_ms}")
+    settings = client_settings(target, reconnect_attempts=0)
+    nodes = {(spec.host, spec.port) for spec in target.topology.nodes}
+
+    async def scenario() -> None:
+        used: list[str] = []
+        for i in range(case.params["connections"]):
+            async with await connect(url, settings=settings) as connection:
+                peer = connection.peer
+                used.append(peer)
+                host, _, port = peer.rpartition(":")
+                assert (host, int(port)) in nodes, f"connected to {peer}, which is not a node of the cluster {nodes}"
+                queue = f"cck.{case.id}.{i}"
+                session = await connection.create_session()
+                await session.create_queue(queue, queue, routing_type=RoutingType.ANYCAST, durable=False)
+                await session.create_producer(queue).send(CoreMessage(b"found through udp", durable=False))
+                consumer = await session.create_consumer(queue)
+                session.start()
+                delivery = await consumer.receive(cck_settings.deadline(RECEIVE_S))
+                assert delivery is not None, f"nothing came back through {peer}, found by {url}"
+        evidence.note("connected_to", used)
+
+    run(cck_settings, scenario(), CASE_S)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ._aio import Connection, Consumer, FailoverEvent, Producer, Session, connect
 from ._calls import Call, CallQueue
 from ._connection import ClientConnectionCore, TopologyMember
-from ._discovery import DiscoveryArrival, DiscoveryEntry, DiscoveryReceiver, DiscoveryTable
+from ._discovery import DiscoveryReceiver
 from ._errors import (
     BrokerRefused,
     CallTimeout,
@@ -41,11 +41,8 @@ __all__ = [
     "Consumer",
     "ConsumerCore",
     "Delivery",
-    "DiscoveryArrival",
     "DiscoveryEndpoint",
-    "DiscoveryEntry",
     "DiscoveryReceiver",
-    "DiscoveryTable",
     "FailoverEvent",
     "FailoverInterrupted",
     "LocatorURL",

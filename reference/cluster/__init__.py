@@ -1,7 +1,8 @@
 """Clustering for the reference broker: UDP broadcast groups and discovery groups (notes §12).
 
 A sans-IO core with the time passed in (:class:`Broadcaster` says what to send and when,
-:class:`DiscoveryTable` turns received datagrams into typed changes) under a thin asyncio layer
+:class:`DiscoveryTable` turns received datagrams into typed changes; the kit client's ``udp://``
+receiver uses the same table) under a thin asyncio layer
 (:class:`BroadcastEndpoint`, :class:`DiscoveryEndpoint`, all of a broker.xml's groups in
 :class:`UdpGroups`).  The datagrams are Artemis's byte for byte: the connectors are the
 TransportConfigurations Artemis builds from ``<connector>`` URIs

@@ -280,7 +280,8 @@ class DiscoveryTable:
     ``node_id`` is the receiver's own (datagrams carrying it are ignored); ``refresh_timeout_ms``
     is ``refresh-timeout``.  Entries are keyed by node ID, so of a datagram's connectors only the
     last one is kept; an entry expires once ``last_update + refresh_timeout <= now``, evaluated
-    only when a datagram arrives (there is no timer).
+    only when a datagram arrives (there is no timer).  The broker's discovery groups and the kit
+    client's ``udp://`` receiver both use it.
     """
 
     def __init__(self, node_id: str, refresh_timeout_ms: int = 10_000) -> None:
@@ -290,6 +291,9 @@ class DiscoveryTable:
         self.refresh_timeout_ms = refresh_timeout_ms
         self._entries: dict[str, DiscoveryEntry] = {}
         self._unique_ids: dict[str, str] = {}
+        #: How many well-formed datagrams of another node arrived, with connectors or without: each one
+        #: sets Artemis's ``received`` flag, which ends a client's initial wait for a broadcast.
+        self.broadcasts = 0
 
     @property
     def entries(self) -> tuple[DiscoveryEntry, ...]:
@@ -313,6 +317,8 @@ class DiscoveryTable:
         if known is not None and known != datagram.unique_id:
             changes.append(SameNodeNewUniqueId(node, known, datagram.unique_id, sender))
         self._unique_ids[node] = datagram.unique_id
+        if node != self.node_id:
+            self.broadcasts += 1
         if node != self.node_id and datagram.connectors:
             # keyed by node ID: of the datagram's connectors the last one stays
             previous = self._entries.get(node)

@@ -1,14 +1,9 @@
 """The asyncio layer around :mod:`._discovery`: it owns the UDP sockets and the clock, nothing else.
 
-Sockets are made as Artemis's ``UDPBroadcastEndpointFactory`` makes them, then handed to
-``loop.create_datagram_endpoint``:
-
-* broadcaster: bound to (``local-bind-address`` or the wildcard, ``local-bind-port`` or an ephemeral
-  port); with a local bind address, ``IP_MULTICAST_IF`` is set to it as well, so multicast leaves on
-  that interface (loopback included) without a multicast route.  Default TTL, loopback on;
-* receiver: ``SO_REUSEADDR`` (and ``SO_REUSEPORT``) bound to (group address, group port), the
-  wildcard address when the system refuses that, and the group joined on ``local-bind-address``
-  (or any interface).
+Sockets come from :mod:`reference._multicast` (made as Artemis's ``UDPBroadcastEndpointFactory``
+makes them) and are handed to ``loop.create_datagram_endpoint``: the broadcaster's bound to
+``local-bind-address``/``local-bind-port`` (the wildcard, an ephemeral port by default), the
+receiver's bound to the group and port and joined on ``local-bind-address`` (or any interface).
 
 A group that cannot start (an address not on this host, a port in use) is logged and left stopped,
 as Artemis logs "unable to start broadcast group" and goes on; a malformed datagram is logged and
@@ -19,16 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import socket
-import struct
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from .._multicast import open_multicast_receiver, open_multicast_sender
 from ..config import BroadcastGroup, BrokerConfig, ConfigError, DiscoveryGroup
 from ._discovery import (
     Broadcaster,
@@ -76,13 +70,6 @@ async def _resolve(host: str, port: int) -> tuple[socket.AddressFamily, tuple[An
         raise OSError(f"cannot resolve {host}")
     family, _, _, _, address = infos[0]
     return family, address
-
-
-def _bind(sock: socket.socket, address: tuple[str, int]) -> None:
-    try:
-        sock.bind(address)
-    except OSError as exc:
-        raise OSError(exc.errno, f"cannot bind to {address[0] or '*'}:{address[1]}: {exc.strerror}") from exc
 
 
 # --------------------------------------------------------------------------- broadcasting
@@ -159,7 +146,8 @@ class BroadcastEndpoint:
         group = self.group
         assert group.group_address is not None
         family, self._destination = await _resolve(group.group_address, group.group_port)
-        sock = _broadcast_socket(group, family)
+        local_port = None if group.local_bind_port == -1 else group.local_bind_port
+        sock = open_multicast_sender(family, group.local_bind_address, local_port)
         loop = asyncio.get_running_loop()
         try:
             transport, _ = await loop.create_datagram_endpoint(lambda: _BroadcastProtocol(self), sock=sock)
@@ -211,29 +199,6 @@ class BroadcastEndpoint:
             "group": self.group.name, "address": self.group.group_address, "port": self.group.group_port,
             "detail": str(exc),
         })  # fmt: skip
-
-
-def _broadcast_socket(group: BroadcastGroup, family: socket.AddressFamily) -> socket.socket:
-    sock = socket.socket(family, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
-    try:
-        if group.local_bind_port != -1:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a MulticastSocket's default
-        wildcard = "::" if family == socket.AF_INET6 else "0.0.0.0"  # noqa: S104 - Artemis's default bind
-        port = group.local_bind_port if group.local_bind_port != -1 else 0
-        _bind(sock, (group.local_bind_address or wildcard, port))
-        if family == socket.AF_INET:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)  # a Java DatagramSocket's default
-            sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
-            if group.local_bind_address:
-                interface = socket.inet_aton(sock.getsockname()[0])
-                sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, interface)
-        else:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_LOOP, 1)
-        sock.setblocking(False)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
 
 
 # --------------------------------------------------------------------------- discovery
@@ -298,8 +263,8 @@ class DiscoveryEndpoint:
             return
         group = self.group
         assert group.group_address is not None
-        family, address = await _resolve(group.group_address, group.group_port)
-        sock = _discovery_socket(group, family, address[0])
+        _, address = await _resolve(group.group_address, group.group_port)
+        sock = open_multicast_receiver(address[0], group.group_port, group.local_bind_address)
         try:
             transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(
                 lambda: _DiscoveryProtocol(self), sock=sock
@@ -358,35 +323,6 @@ class DiscoveryEndpoint:
                 "group": group, "sender": _sender_text(change.sender), "detail": str(change.error),
                 "offset": change.error.offset,
             })  # fmt: skip
-
-
-def _discovery_socket(group: DiscoveryGroup, family: socket.AddressFamily, group_host: str) -> socket.socket:
-    sock = socket.socket(family, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        reuse_port = getattr(socket, "SO_REUSEPORT", None)
-        if reuse_port is not None:
-            sock.setsockopt(socket.SOL_SOCKET, reuse_port, 1)
-        try:
-            sock.bind((group_host, group.group_port))
-        except OSError:
-            _bind(sock, ("::" if family == socket.AF_INET6 else "", group.group_port))
-        group_ip = ipaddress.ip_address(group_host.split("%", 1)[0])
-        if group_ip.is_multicast:
-            try:
-                if family == socket.AF_INET6:
-                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP, group_ip.packed + struct.pack("@I", 0))
-                else:
-                    interface = socket.inet_aton(group.local_bind_address or "0.0.0.0")  # noqa: S104 - INADDR_ANY
-                    sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, group_ip.packed + interface)
-            except OSError as exc:
-                where = group.local_bind_address or "any interface"
-                raise OSError(exc.errno, f"cannot join {group_host} on {where}: {exc.strerror}") from exc
-        sock.setblocking(False)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
 
 
 # --------------------------------------------------------------------------- the broker's groups

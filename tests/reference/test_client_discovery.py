@@ -23,6 +23,7 @@ from codec import (
     TransportParamType,
     encode_discovery,
 )
+from reference._multicast import open_multicast_sender
 from reference._server import BrokerServer
 from reference.broker import BrokerCore, BrokerSettings
 from reference.client import (
@@ -30,11 +31,11 @@ from reference.client import (
     Connector,
     DiscoveryEndpoint,
     DiscoveryReceiver,
-    DiscoveryTable,
     connect,
     parse_locator_url,
 )
 from reference.client._discovery import connector_of
+from reference.cluster import MalformedDatagram, NodeExpired, NodeFound, SameNodeNewUniqueId
 
 GROUP = "231.7.7.7"
 LOOPBACK = "127.0.0.1"
@@ -44,6 +45,7 @@ BROADCAST_PERIOD_S = 0.05
 
 NODE_A = "11111111-2222-3333-4444-555555555555"
 NODE_B = "66666666-7777-8888-9999-000000000000"
+SENDER = ("10.0.0.5", 40123)
 
 
 def run(scenario: Callable[[], Awaitable[None]]) -> None:
@@ -136,91 +138,89 @@ def test_connector_of_reads_string_and_integer_ports_and_netty_defaults() -> Non
     assert connector_of(invm) is None
 
 
-def test_the_table_keeps_one_entry_per_node_in_discovery_order() -> None:
-    table = DiscoveryTable(node_id="me", refresh_timeout_ms=10_000)
-    first = table.receive(datagram(NODE_B, TransportConfiguration.netty("b", 2)), 100.0, "10.0.0.2:5000")
-    assert (first.kind, first.node_id, first.changed, first.counts_as_broadcast) == ("new", NODE_B, True, True)
-    second = table.receive(datagram(NODE_A, TransportConfiguration.netty("a", 1)), 101.0, "10.0.0.1:5000")
-    assert second.kind == "new"
-    assert table.connectors == (Connector("b", 2), Connector("a", 1))
+def receiver_at(now: list[float], node_id: str = "me", refresh_timeout_ms: int = 10_000) -> DiscoveryReceiver:
+    """A receiver fed by hand (no socket), on a fake clock in seconds."""
+    endpoint = DiscoveryEndpoint(GROUP, 9876, LOOPBACK, refresh_timeout_ms=refresh_timeout_ms)
+    return DiscoveryReceiver(endpoint, node_id=node_id, clock=lambda: now[0])
 
-    # A known node: refreshed in place, and (as Artemis) a changed connector is no "change" for listeners.
-    again = table.receive(datagram(NODE_B, TransportConfiguration.netty("b2", 3)), 102.0, "10.0.0.2:5000")
-    assert (again.kind, again.changed) == ("refresh", False)
-    assert table.connectors == (Connector("b2", 3), Connector("a", 1))
-    assert table.broadcasts == 3
 
+def test_the_receiver_keeps_the_tcp_connectors_of_the_table_in_discovery_order() -> None:
+    now = [100.0]
+    receiver = receiver_at(now)
+    assert receiver.datagram_received(datagram(NODE_B, TransportConfiguration.netty("b", 2)), SENDER) == (
+        NodeFound(NODE_B, TransportConfiguration.netty("b", 2), SENDER),
+    )
+    now[0] = 101.0
+    receiver.datagram_received(datagram(NODE_A, TransportConfiguration.netty("a", 1)), SENDER)
+    assert receiver.connectors == (Connector("b", 2), Connector("a", 1))
+    # A known node announcing another connector: replaced in place (listeners are not told, as Artemis).
+    receiver.datagram_received(datagram(NODE_B, TransportConfiguration.netty("b2", 3)), SENDER)
+    assert receiver.connectors == (Connector("b2", 3), Connector("a", 1))
     # Several connectors in one datagram: keyed by node, the last one stays.
-    table.receive(datagram(NODE_A, TransportConfiguration.netty("a", 1), TransportConfiguration.netty("a-last", 9)),
-                  103.0)
-    assert [(e.node_id, e.last_update) for e in table.entries] == [(NODE_B, 102.0), (NODE_A, 103.0)]
-    assert table.connectors == (Connector("b2", 3), Connector("a-last", 9))
+    now[0] = 103.0
+    receiver.datagram_received(
+        datagram(NODE_A, TransportConfiguration.netty("a", 1), TransportConfiguration.netty("a-last", 9)), SENDER)
+    assert receiver.connectors == (Connector("b2", 3), Connector("a-last", 9))
+    # The table's clock is the receiver's, in milliseconds.
+    assert [(e.node_id, e.last_update_ms) for e in receiver.table.entries] == [(NODE_B, 101_000), (NODE_A, 103_000)]
+    assert [sender for sender, _ in receiver.arrivals] == [SENDER] * 4
 
 
-def test_expiry_is_evaluated_only_when_a_datagram_arrives() -> None:
-    table = DiscoveryTable(node_id="me", refresh_timeout_ms=1_000)
-    table.receive(datagram(NODE_A, TransportConfiguration.netty("a", 1)), 100.0)
-    # Long past the refresh timeout, but no datagram arrived: nothing is dropped (there is no timer).
-    assert table.connectors == (Connector("a", 1),)
-    just_before = table.receive(datagram(NODE_B, TransportConfiguration.netty("b", 2)), 100.999)
-    assert just_before.expired == ()
-    # lastUpdate + refreshTimeout <= now: expired.
-    arrival = table.receive(datagram(NODE_B, TransportConfiguration.netty("b", 2)), 101.0)
-    assert arrival.expired == (NODE_A,)
-    assert (arrival.kind, arrival.changed) == ("refresh", True)
-    assert table.connectors == (Connector("b", 2),)
+def test_the_receivers_seconds_clock_expires_entries_at_the_refresh_timeout() -> None:
+    now = [100.0]
+    receiver = receiver_at(now, refresh_timeout_ms=1_000)
+    receiver.datagram_received(datagram(NODE_A, TransportConfiguration.netty("a", 1)), SENDER)
+    now[0] = 100.999
+    assert receiver.datagram_received(datagram(NODE_B, TransportConfiguration.netty("b", 2)), SENDER) == (
+        NodeFound(NODE_B, TransportConfiguration.netty("b", 2), SENDER),
+    )
+    now[0] = 101.0
+    assert receiver.datagram_received(datagram(NODE_B, TransportConfiguration.netty("b", 2)), SENDER) == (
+        NodeExpired(NODE_A, TransportConfiguration.netty("a", 1), 100_000),
+    )
+    assert receiver.connectors == (Connector("b", 2),)
 
 
-def test_our_own_node_is_ignored_but_still_expires_others() -> None:
-    table = DiscoveryTable(node_id=NODE_A, refresh_timeout_ms=1_000)
-    own = table.receive(datagram(NODE_A, TransportConfiguration.netty("me", 1)), 100.0, "10.0.0.1:1")
-    assert (own.kind, own.counts_as_broadcast, own.changed) == ("own", False, False)
-    assert table.entries == ()
-    assert table.broadcasts == 0
-    table.receive(datagram(NODE_B, TransportConfiguration.netty("b", 2)), 100.0)
-    own_later = table.receive(datagram(NODE_A, TransportConfiguration.netty("me", 1)), 105.0)
-    assert (own_later.expired, own_later.changed) == ((NODE_B,), True)
-    assert table.connectors == ()
+def test_only_another_nodes_well_formed_datagram_ends_the_wait_for_a_broadcast() -> None:
+    async def scenario() -> None:
+        receiver = receiver_at([1.0], node_id=NODE_A)
+        receiver.datagram_received(datagram(NODE_A, TransportConfiguration.netty("me", 1)), SENDER)  # our own
+        receiver.datagram_received(b"\x00\x00\x00\x24\x00", SENDER)  # malformed
+        assert not await receiver.wait_for_broadcast(1)
+        # Another node's datagram counts even without connectors (Artemis sets `received`), storing nothing.
+        assert receiver.datagram_received(datagram(NODE_B), SENDER) == ()
+        assert receiver.table.entries == ()
+        assert receiver.table.broadcasts == 1
+        assert await receiver.wait_for_broadcast(1)
+        assert not await receiver.wait_for_broadcast(1)  # the flag is consumed, as Artemis's waitForBroadcast
+
+    run(scenario)
 
 
-def test_malformed_datagrams_are_ignored_with_the_sender_and_the_codec_error() -> None:
-    table = DiscoveryTable(node_id="me", refresh_timeout_ms=1_000)
-    table.receive(datagram(NODE_A, TransportConfiguration.netty("a", 1)), 100.0)
-    arrival = table.receive(b"\x00\x00\x00\x24\x00", 200.0, "10.9.8.7:4321")
-    assert arrival.kind == "malformed"
-    assert not arrival.counts_as_broadcast
-    assert arrival.warning is not None
-    assert "10.9.8.7:4321" in arrival.warning
-    assert "offset" in arrival.warning  # the CodecError's own message
-    # Nothing was read, so nothing expired (as Artemis, which gives up before its expiry check).
-    assert table.connectors == (Connector("a", 1),)
-
-
-def test_a_second_unique_id_for_a_node_warns_and_a_non_tcp_connector_is_named() -> None:
-    table = DiscoveryTable(node_id="me")
-    table.receive(datagram(NODE_A, TransportConfiguration.netty("a", 1), unique_id="u-1"), 1.0)
-    twin = table.receive(datagram(NODE_A, TransportConfiguration.netty("a", 1), unique_id="u-2"), 2.0)
-    assert twin.warning is not None
-    assert f"multiple servers broadcasting node id {NODE_A}" in twin.warning
-    invm = TransportConfiguration("in-vm", "org.apache.activemq.artemis.core.remoting.impl.invm.InVMConnectorFactory")
-    odd = table.receive(datagram(NODE_B, invm), 3.0, "10.0.0.2:9")
-    assert odd.warning is not None
-    assert "'in-vm'" in odd.warning
-    assert "not a TCP host:port" in odd.warning
-    assert len(table.entries) == 2
-    assert table.connectors == (Connector("a", 1),)
-
-
-def test_a_datagram_without_connectors_counts_as_a_broadcast_but_stores_nothing() -> None:
-    table = DiscoveryTable(node_id="me")
-    arrival = table.receive(datagram(NODE_A), 1.0)
-    assert (arrival.kind, arrival.counts_as_broadcast) == ("empty", True)
-    assert table.entries == ()
-
-
-def test_the_refresh_timeout_must_be_positive() -> None:
-    with pytest.raises(ValueError, match="refresh_timeout_ms must be > 0"):
-        DiscoveryTable("me", 0)
+def test_the_receiver_warns_about_malformed_datagrams_twin_node_ids_and_non_tcp_connectors(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    receiver = receiver_at([1.0])
+    with caplog.at_level(logging.WARNING, logger="reference.client.discovery"):
+        (malformed,) = receiver.datagram_received(b"\x00\x00\x00\x24\x00", ("10.9.8.7", 4321))
+        receiver.datagram_received(datagram(NODE_A, TransportConfiguration.netty("a", 1), unique_id="u-1"), SENDER)
+        (twin,) = receiver.datagram_received(
+            datagram(NODE_A, TransportConfiguration.netty("a", 1), unique_id="u-2"), SENDER)
+        invm = TransportConfiguration("in-vm",
+                                      "org.apache.activemq.artemis.core.remoting.impl.invm.InVMConnectorFactory")
+        receiver.datagram_received(datagram(NODE_B, invm), ("10.0.0.2", 9))
+    assert isinstance(malformed, MalformedDatagram)
+    assert twin == SameNodeNewUniqueId(NODE_A, "u-1", "u-2", SENDER)
+    malformed_warning, twin_warning, invm_warning = [r.getMessage() for r in caplog.records]
+    assert "malformed discovery datagram from 10.9.8.7:4321" in malformed_warning
+    assert "offset" in malformed_warning  # the CodecError's own message
+    assert f"multiple servers broadcasting node id {NODE_A}" in twin_warning
+    assert "'in-vm'" in invm_warning
+    assert "from 10.0.0.2:9" in invm_warning
+    assert "not a TCP host:port" in invm_warning
+    # The entry is kept (as Artemis), but it is no connector the client can use.
+    assert len(receiver.table.entries) == 2
+    assert receiver.connectors == (Connector("a", 1),)
 
 
 # ---------------------------------------------------------------------- over loopback multicast
@@ -231,16 +231,12 @@ class Broadcaster:
 
     def __init__(self, port: int) -> None:
         self.port = port
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
-        self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(LOOPBACK))
-        self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
-        self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
-        self.sock.bind((LOOPBACK, 0))
+        self.sock = open_multicast_sender(socket.AF_INET, LOOPBACK)  # the broker's broadcast socket
 
     @property
-    def address(self) -> str:
+    def address(self) -> tuple[str, int]:
         host, port = self.sock.getsockname()
-        return f"{host}:{port}"
+        return host, port
 
     def send(self, data: bytes) -> None:
         self.sock.sendto(data, (GROUP, self.port))
@@ -370,11 +366,16 @@ def test_the_receiver_ignores_its_own_node_and_warns_about_malformed_datagrams(
             sender.send(b"\x00\x00\x00\x24garbage")
             sender.send(datagram(NODE_B, TransportConfiguration.netty(LOOPBACK, 2)))
             assert await receiver.wait_for_broadcast(int(WAIT_S * 1000))
-            assert [a.kind for a in receiver.arrivals] == ["own", "malformed", "new"]
-            assert all(a.sender == address for a in receiver.arrivals)
+            own, malformed, found = receiver.arrivals
+            assert own == (address, ())
+            assert isinstance(malformed[1][0], MalformedDatagram)
+            assert found == (address, (NodeFound(NODE_B, TransportConfiguration.netty(LOOPBACK, 2), address),))
+            assert malformed[0] == address
+            assert receiver.table.unique_ids[NODE_A] == "u-1"  # our own node ID is read, its entry is not kept
             assert receiver.connectors == (Connector(LOOPBACK, 2),)
         warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-        assert any(f"malformed discovery datagram from {address}" in w and "offset" in w for w in warnings), warnings
+        from_sender = f"malformed discovery datagram from {address[0]}:{address[1]}"
+        assert any(from_sender in w and "offset" in w for w in warnings), warnings
 
     with caplog.at_level(logging.WARNING, logger="reference.client.discovery"):
         run(scenario)

@@ -24,6 +24,7 @@ from codec import (
     decode_discovery,
     encode_discovery,
 )
+from reference._multicast import open_multicast_receiver, open_multicast_sender
 from reference.cluster import (
     INVM_CONNECTOR_FACTORY,
     NETTY_CONNECTOR_FACTORY,
@@ -350,6 +351,17 @@ def test_a_malformed_datagram_is_ignored_without_evaluating_expiry(data: bytes) 
     assert table.entries == (DiscoveryEntry(NODE_A, tc(1), 0),)
 
 
+def test_another_nodes_well_formed_datagrams_count_as_broadcasts_with_or_without_connectors() -> None:
+    table = DiscoveryTable(OWN)
+    table.receive(datagram(OWN, tc(9)), SENDER, 0)
+    table.receive(b"\xff" * 40, SENDER, 0)
+    assert table.broadcasts == 0
+    table.receive(datagram(NODE_A), SENDER, 0)
+    table.receive(datagram(NODE_A, tc(1)), SENDER, 0)
+    table.receive(datagram(NODE_A, tc(1)), SENDER, 0)
+    assert table.broadcasts == 3
+
+
 def test_bytes_after_the_last_connector_are_ignored() -> None:
     table = DiscoveryTable(OWN)
     assert table.receive(datagram(NODE_A, tc(1)) + bytes(100), SENDER, 0) == (NodeFound(NODE_A, tc(1), SENDER),)
@@ -540,9 +552,7 @@ def test_the_discovery_endpoint_survives_malformed_datagrams(cluster_log: list[l
     async def scenario() -> None:
         receiver = Recording(group, OWN)
         await receiver.start()
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
-            sender.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(LOOPBACK))
-            sender.bind((LOOPBACK, 0))
+        with open_multicast_sender(socket.AF_INET, LOOPBACK) as sender:
             address = sender.getsockname()
             try:
                 sender.sendto(b"\x00\x00\x00\x24garbage", (GROUP, group_port))
@@ -582,6 +592,24 @@ def test_a_group_that_cannot_start_is_logged_and_the_others_run(cluster_log: lis
     assert "cannot bind to 192.0.2.1" in error.__dict__["detail"]
 
 
+def test_the_shared_sockets_name_what_they_could_not_do() -> None:
+    group_port = free_port(socket.SOCK_DGRAM)
+    with pytest.raises(OSError, match=rf"cannot join {GROUP} on 192\.0\.2\.1"):  # TEST-NET: not on this host
+        open_multicast_receiver(GROUP, group_port, "192.0.2.1")
+    with pytest.raises(OSError, match=r"cannot bind to 192\.0\.2\.1:0"):
+        open_multicast_sender(socket.AF_INET, "192.0.2.1")
+    # two receivers share the group port (SO_REUSEADDR/SO_REUSEPORT), and both hear a datagram
+    with (
+        open_multicast_receiver(GROUP, group_port, LOOPBACK) as one,
+        open_multicast_receiver(GROUP, group_port, LOOPBACK) as other,
+        open_multicast_sender(socket.AF_INET, LOOPBACK) as sender,
+    ):
+        sender.sendto(b"hello", (GROUP, group_port))
+        for receiver in (one, other):
+            receiver.settimeout(WAIT_S)
+            assert receiver.recvfrom(64) == (b"hello", sender.getsockname())
+
+
 # ---------------------------------------------------------------------- the broker process
 
 
@@ -611,11 +639,7 @@ def test_the_broker_broadcasts_its_node_id_and_connector(tmp_path: Path) -> None
     config = tmp_path / "etc" / "broker.xml"
     config.parent.mkdir()
     config.write_text(BROKER_XML.format(port=port, group=GROUP, group_port=group_port), encoding="utf-8")
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as listener:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((GROUP, group_port))
-        membership = socket.inet_aton(GROUP) + socket.inet_aton(LOOPBACK)
-        listener.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, membership)
+    with open_multicast_receiver(GROUP, group_port, LOOPBACK) as listener:
         listener.settimeout(WAIT_S)
         data = tmp_path / "data"
         broker = start_reference_broker(data, "--config", str(config), "--port", str(port))
