@@ -143,6 +143,14 @@ class BrokerServer:
         self._arm_timer()
         LOG.info("listening", extra={"host": self.host, "port": self.bound_port})
 
+    async def __aenter__(self) -> BrokerServer:
+        """``async with BrokerServer(core, host, 0) as server:`` — started on entry, stopped gracefully on exit."""
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.stop()
+
     async def stop(self) -> None:
         """Graceful stop: DISCONNECT to all, flush, close."""
         self.core.shutdown()

@@ -56,14 +56,9 @@ def run(scenario: Callable[[], Awaitable[None]]) -> None:
     asyncio.run(bounded())
 
 
-@contextlib.asynccontextmanager
-async def broker() -> AsyncIterator[BrokerServer]:
-    server = BrokerServer(BrokerCore(BrokerSettings(node_id="n1")), "127.0.0.1", 0)
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
+def broker() -> BrokerServer:
+    """An in-process reference broker on a free port (``async with broker() as server``)."""
+    return BrokerServer(BrokerCore(BrokerSettings(node_id="n1")), "127.0.0.1", 0)
 
 
 @contextlib.asynccontextmanager

@@ -261,14 +261,9 @@ class Broadcaster:
         self.sock.close()
 
 
-@contextlib.asynccontextmanager
-async def broker() -> AsyncIterator[BrokerServer]:
-    server = BrokerServer(BrokerCore(BrokerSettings(node_id="n1")), LOOPBACK, 0)
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
+def broker() -> BrokerServer:
+    """An in-process reference broker on a free port (``async with broker() as server``)."""
+    return BrokerServer(BrokerCore(BrokerSettings(node_id="n1")), LOOPBACK, 0)
 
 
 @contextlib.asynccontextmanager

@@ -23,9 +23,7 @@ def test_an_internal_error_during_restore_ends_the_reconnection_with_its_cause(
         raise RuntimeError("restore broke")
 
     async def scenario() -> None:
-        server = BrokerServer(BrokerCore(BrokerSettings(node_id="n1")), "127.0.0.1", 0)
-        await server.start()
-        try:
+        async with BrokerServer(BrokerCore(BrokerSettings(node_id="n1")), "127.0.0.1", 0) as server:
             settings = ClientSettings(reconnect_attempts=-1, retry_interval_ms=50, call_timeout_ms=5_000)
             connection = await connect(f"tcp://127.0.0.1:{server.bound_port}", settings=settings)
             session = await connection.create_session()
@@ -44,7 +42,5 @@ def test_an_internal_error_during_restore_ends_the_reconnection_with_its_cause(
             with pytest.raises(ConnectionFailed, match="restore broke"):
                 await session.commit()
             await connection.close()
-        finally:
-            await server.stop()
 
     asyncio.run(asyncio.wait_for(scenario(), SCENARIO_DEADLINE_S))
