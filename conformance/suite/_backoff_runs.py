@@ -35,7 +35,7 @@ from conformance.oracles import (
 from reference.client import ClientError, ClientSettings, Connection, FailoverEvent, connect
 
 from ._backoff_java import StockClient
-from ._backoff_syn import SynWatch
+from ._backoff_syn import SynRecord, SynWatch
 from ._running import wait_until
 
 __all__ = ["Plan", "RunOutcome", "expected_for", "run_kit", "run_stock"]
@@ -317,7 +317,7 @@ async def _stock_reconnect(plan: Plan, proxy: FaultProxy, watch: SynWatch, clien
     await client.wait_for("ready", timeout=60.0)
     expected = expected_for(plan)
     await proxy.pause_listening()
-    before = len(watch.snapshot())
+    before = len(await _recorded(watch))
     origin = time.monotonic_ns()
     proxy.cut_all()
     closed_ns: int | None = None
@@ -333,13 +333,18 @@ async def _stock_reconnect(plan: Plan, proxy: FaultProxy, watch: SynWatch, clien
     else:
         await client.wait_for("before-reconnect", "connection-failed", timeout=10.0, after_ns=origin)
         await _quiet(watch, before, _quiet_s(plan, 0, tolerance, 3.0))
-    attempts: list[_Stamped] = list(watch.snapshot()[before:])
+    attempts: list[_Stamped] = list((await _recorded(watch))[before:])
     observed = [a.ts_ns for a in attempts if closed_ns is None or a.ts_ns <= closed_ns]
     failed = client.first("connection-failed", after_ns=origin)
     notes["connection_failed_ms"] = None if failed is None else (failed.ts_ns - origin) / _MS
     if plan.limit is None and expected and failed is not None and observed and failed.ts_ns < observed[-1]:
         problems.append("the failure listener reported the failure before the last attempt")
     return RunOutcome(_judge(plan, observed, origin, tolerance, problems), attempts, problems, notes)
+
+
+async def _recorded(watch: SynWatch) -> list[SynRecord]:
+    """Every SYN seen up to now: waits (bounded) until the watch's thread has read what is queued."""
+    return await asyncio.to_thread(watch.records_until, time.monotonic_ns(), 5.0)
 
 
 async def _quiet(watch: SynWatch, count: int, seconds: float) -> None:
@@ -367,7 +372,7 @@ async def _stock_initial(plan: Plan, proxies: Sequence[FaultProxy], watch: SynWa
         if end.event != "gave-up":
             problems.append("the stock client connected although nothing was listening")
         notes["error"] = end.detail
-    attempts: list[_Stamped] = list(watch.snapshot())
+    attempts: list[_Stamped] = list(await _recorded(watch))
     observed = [a.ts_ns for a in attempts]
     origin = observed[0] if observed else None
     return RunOutcome(_judge(plan, observed, origin, tolerance, problems), attempts, problems, notes)

@@ -43,6 +43,8 @@ _FILTER = (
 class SynRecord:
     """One connection attempt: a SYN from ``sport`` to ``dport``."""
 
+    #: When the watch's thread read it (monotonic; later than the kernel saw it by the thread's wake-up
+    #: latency, which the timing tolerance's absolute part covers).
     ts_ns: int
     sport: int
     dport: int
@@ -83,7 +85,11 @@ class SynWatch:
         self.ports = set(ports)
         self.records: list[SynRecord] = []
         self._lock = threading.Lock()
+        self._drained = threading.Condition(self._lock)
         self._stop = threading.Event()
+        #: When the thread last found the socket's queue empty (monotonic ns): every SYN that arrived before
+        #: then is in ``records``.
+        self._drained_ns = 0
         self._sock = _open_socket()
         # Drain whatever the socket saw before the filter applied (a packet socket queues from creation).
         with contextlib.suppress(TimeoutError, BlockingIOError):
@@ -100,6 +106,9 @@ class SynWatch:
             try:
                 data, address = sock.recvfrom(65535)
             except (TimeoutError, BlockingIOError):
+                with self._drained:
+                    self._drained_ns = time.monotonic_ns()
+                    self._drained.notify_all()
                 continue
             except OSError:
                 return
@@ -115,6 +124,15 @@ class SynWatch:
                     if self.records and self.records[-1].sport == sport and self.records[-1].dport == dport:
                         continue  # a retransmitted SYN is the same attempt
                     self.records.append(SynRecord(now, sport, dport))
+
+    def records_until(self, since_ns: int, timeout_s: float) -> list[SynRecord]:
+        """Every SYN that reached the socket before ``since_ns``, once the thread has read them all (it reads on
+        its own schedule: a client that fails within milliseconds can say so before its SYN is read).  Blocks
+        at most ``timeout_s``; TimeoutError when the thread did not catch up."""
+        with self._drained:
+            if not self._drained.wait_for(lambda: self._drained_ns >= since_ns, timeout_s):
+                raise TimeoutError(f"the SYN watch did not read its queue within {timeout_s:.1f} s")
+            return list(self.records)
 
     def snapshot(self) -> list[SynRecord]:
         with self._lock:
