@@ -17,7 +17,6 @@ A second call finds ``complete.json`` and returns without running ``mvn``.  An
 from __future__ import annotations
 
 import dataclasses
-import errno
 import fcntl
 import hashlib
 import json
@@ -25,7 +24,7 @@ import os
 import shutil
 import subprocess
 import tarfile
-import time
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -203,24 +202,40 @@ def verify(path: Path, expected: str) -> None:
         raise ChecksumMismatchError(path, expected.lower(), found)
 
 
+def _flock_within(handle_fd: int, timeout_s: float) -> bool:
+    """Take an exclusive flock on ``handle_fd``'s open file, waiting at most ``timeout_s``; False on timeout.
+
+    The blocking flock runs in a thread on a duplicate descriptor (flock has no timeout of its own); a thread
+    that gets the lock after the caller gave up closes its descriptor at once, which releases it."""
+    fd = os.dup(handle_fd)
+    state = threading.Lock()
+    acquired = threading.Event()
+    abandoned = False
+
+    def take() -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with state:
+                if not abandoned:
+                    acquired.set()
+        finally:
+            os.close(fd)  # the caller's descriptor keeps the lock while it holds it; alone, closing releases it
+
+    threading.Thread(target=take, name=f"flock-{handle_fd}", daemon=True).start()
+    if acquired.wait(timeout_s):
+        return True
+    with state:
+        abandoned = True
+        return acquired.is_set()
+
+
 @contextmanager
 def file_lock(lock_path: Path, timeout_s: float) -> Iterator[None]:
-    """An exclusive flock on ``lock_path`` across processes, waited for at most ``timeout_s`` (bounded poll)."""
+    """An exclusive flock on ``lock_path`` across processes, waited for at most ``timeout_s``."""
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with lock_path.open("a+") as handle:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                if time.monotonic() >= deadline:
-                    raise ArtemisError(
-                        f"timed out after {timeout_s:.0f}s waiting for {lock_path} (another fetch is running?)"
-                    ) from None
-                time.sleep(0.2)
+        if not _flock_within(handle.fileno(), timeout_s):
+            raise ArtemisError(f"timed out after {timeout_s:.0f}s waiting for {lock_path} (another fetch is running?)")
         try:
             yield
         finally:

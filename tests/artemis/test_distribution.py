@@ -8,6 +8,8 @@ import json
 import shutil
 import subprocess
 import tarfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +151,28 @@ def test_cli_reports_unknown_version_without_traceback(capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert err.startswith("error: unknown Artemis version '0.0.1'")
     assert "Traceback" not in err
+
+
+def test_file_lock_waits_for_the_holder_and_times_out_naming_the_file(tmp_path: Path) -> None:
+    lock = tmp_path / "2.44.0.lock"
+    with d.file_lock(lock, 5.0):
+        started = time.monotonic()
+        with pytest.raises(d.ArtemisError, match=r"timed out after 0s waiting for .*2\.44\.0\.lock"), \
+                d.file_lock(lock, 0.3):
+            pass
+        waited = time.monotonic() - started
+        assert 0.3 <= waited < 3.0
+    with d.file_lock(lock, 1.0):  # released by the holder, and not kept by the waiter that gave up
+        pass
+
+
+def test_file_lock_is_taken_once_the_holder_releases_it(tmp_path: Path) -> None:
+    lock = tmp_path / "v.lock"
+    holder = d.file_lock(lock, 1.0)
+    holder.__enter__()
+    released = threading.Timer(0.2, holder.__exit__, (None, None, None))
+    released.start()
+    started = time.monotonic()
+    with d.file_lock(lock, 5.0):
+        assert time.monotonic() - started < 4.0
+    released.join(5.0)
