@@ -9,11 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from codec import DiscoveryDatagram, TransportConfiguration, encode_discovery
+from codec import DiscoveryDatagram, encode_discovery
 from codec.scapy import ArtemisDiscovery
 from reference._multicast import open_multicast_receiver
+from reference.client import Connector, connector_of
 
-__all__ = ["BroadcastListener", "Heard", "endpoint_of"]
+__all__ = ["BroadcastListener", "Heard"]
 
 
 @dataclass(frozen=True)
@@ -32,23 +33,13 @@ class Heard:
         return self.datagram is not None and encode_discovery(self.datagram) == self.data
 
     def advertises(self, host: str, port: int) -> bool:
-        return self.datagram is not None and any(endpoint_of(c) == (host, port) for c in self.datagram.connectors)
+        wanted = Connector(host, port)
+        return self.datagram is not None and any(connector_of(c) == wanted for c in self.datagram.connectors)
 
     def to_json(self) -> dict[str, Any]:
         return {"at_ns": self.at_ns, "sender": list(self.sender), "bytes": len(self.data), "hex": self.data.hex(),
                 "node_id": self.datagram.node_id if self.datagram else None,
                 "unique_id": self.datagram.unique_id if self.datagram else None, "error": self.error}
-
-
-def endpoint_of(connector: TransportConfiguration) -> tuple[str, int] | None:
-    """A Netty connector's (host, port); None when it names no port."""
-    host, port = connector.param("host"), connector.param("port")
-    if port is None:
-        return None
-    try:
-        return str(host), int(str(port))
-    except ValueError:
-        return None
 
 
 def _dissect(data: bytes) -> tuple[DiscoveryDatagram | None, str | None]:

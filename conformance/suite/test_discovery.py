@@ -22,9 +22,9 @@ from conformance.oracles import check_schedule, expected_broadcast_schedule
 from conformance.plugin import Settings
 from conformance.targets import ClusterSpec, NodeSpec, Target, Topology
 from conformance.targets._base import ManagedTarget
-from reference.client import connect
+from reference.client import Connection, Connector, connect, connector_of
 
-from ._discovery_kit import BroadcastListener, Heard, endpoint_of
+from ._discovery_kit import BroadcastListener, Heard
 from ._restart_support import client_settings
 from ._running import run
 
@@ -78,13 +78,24 @@ def _content_problems(node: NodeSpec, heard: list[Heard]) -> list[str]:
         for connector in h.datagram.connectors:
             if connector.factory_class_name != NETTY_FACTORY:
                 problems.append(f"connector {connector.name!r} has factory {connector.factory_class_name!r}")
-            if endpoint_of(connector) != (node.host, node.port):
-                problems.append(f"connector {connector.name!r} advertises {endpoint_of(connector)}, the node's "
+            if connector_of(connector) != Connector(node.host, node.port):
+                problems.append(f"connector {connector.name!r} advertises {connector_of(connector)}, the node's "
                                 f"connector is {node.host}:{node.port}")
     identities = {(h.datagram.node_id, h.datagram.unique_id) for h in heard if h.datagram is not None}
     if len(identities) > 1:
         problems.append(f"node and unique IDs changed between broadcasts of one broker instance: {sorted(identities)}")
     return problems
+
+
+async def _round_trip(connection: Connection, queue: str, seconds: float) -> None:
+    """Create a non-durable queue, send one message through the connection and receive it back."""
+    session = await connection.create_session()
+    await session.create_queue(queue, queue, routing_type=RoutingType.ANYCAST, durable=False)
+    await session.create_producer(queue).send(CoreMessage(f"through {connection.peer}".encode(), durable=False))
+    consumer = await session.create_consumer(queue)
+    session.start()
+    delivery = await consumer.receive(seconds)
+    assert delivery is not None, f"nothing came back through {connection.peer}"
 
 
 # ---------------------------------------------------------------------------------------------------- content
@@ -222,19 +233,11 @@ def test_advertised_connector_is_usable(case: Case, cck_make_target: MakeTarget,
                      for spec in target.topology.nodes]
         for h in heard:
             assert h.datagram is not None, h.error
-            endpoint = endpoint_of(h.datagram.connectors[0])
-            assert endpoint is not None, f"the connector names no port: {h.datagram.connectors[0]}"
-            host, port = endpoint
-            queue = f"cck.{case.id}.{port}"
-            async with await connect(f"tcp://{host}:{port}", settings=settings) as connection:
-                session = await connection.create_session()
-                await session.create_queue(queue, queue, routing_type=RoutingType.ANYCAST, durable=False)
-                await session.create_producer(queue).send(CoreMessage(f"via {host}:{port}".encode(), durable=False))
-                consumer = await session.create_consumer(queue)
-                session.start()
-                delivery = await consumer.receive(cck_settings.deadline(RECEIVE_S))
-                assert delivery is not None, f"nothing came back through the advertised connector {host}:{port}"
-                evidence.note(f"round_trip_{port}", True)
+            endpoint = connector_of(h.datagram.connectors[0])
+            assert endpoint is not None, f"the connector is not a TCP host and port: {h.datagram.connectors[0]}"
+            async with await connect(endpoint.url, settings=settings) as connection:
+                await _round_trip(connection, f"cck.{case.id}.{endpoint.port}", cck_settings.deadline(RECEIVE_S))
+            evidence.note(f"round_trip_{endpoint.port}", True)
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -272,14 +275,7 @@ def test_client_finds_brokers_through_udp(case: Case, cck_make_target: MakeTarge
                 used.append(peer)
                 host, _, port = peer.rpartition(":")
                 assert (host, int(port)) in nodes, f"connected to {peer}, which is not a node of the cluster {nodes}"
-                queue = f"cck.{case.id}.{i}"
-                session = await connection.create_session()
-                await session.create_queue(queue, queue, routing_type=RoutingType.ANYCAST, durable=False)
-                await session.create_producer(queue).send(CoreMessage(b"found through udp", durable=False))
-                consumer = await session.create_consumer(queue)
-                session.start()
-                delivery = await consumer.receive(cck_settings.deadline(RECEIVE_S))
-                assert delivery is not None, f"nothing came back through {peer}, found by {url}"
+                await _round_trip(connection, f"cck.{case.id}.{i}", cck_settings.deadline(RECEIVE_S))
         evidence.note("connected_to", used)
 
     run(cck_settings, scenario(), CASE_S)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ._aio import Connection, Consumer, FailoverEvent, Producer, Session, connect
 from ._calls import Call, CallQueue
 from ._connection import ClientConnectionCore, TopologyMember
-from ._discovery import DiscoveryReceiver
+from ._discovery import DiscoveryReceiver, connector_of
 from ._errors import (
     BrokerRefused,
     CallTimeout,
@@ -57,6 +57,7 @@ __all__ = [
     "TopologyMember",
     "TransactionRolledBack",
     "XAError",
+    "connector_of",
     "connect",
     "intervals",
     "parse_locator_url",
