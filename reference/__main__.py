@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import signal
 import sys
@@ -18,6 +19,7 @@ from ._server import BrokerServer
 from .broker import BrokerCore, BrokerSettings, Queue
 from .broker._journal_storage import JournalStorage, open_journal
 from .cluster import UdpGroups
+from .cluster._bridge import cluster_role, start_cluster
 from .config import BrokerConfig, ConfigError, SecurityModel, default_config, load_config
 from .journal import JournalError
 
@@ -57,6 +59,7 @@ async def _run(args: argparse.Namespace) -> int:
     port = args.port if args.port is not None else (acceptor.port if acceptor else 61616)
     data = args.data or _journal_parent(config)
     settings = broker_settings(config, _node_id(data))
+    settings = dataclasses.replace(settings, cluster=cluster_role(config, settings.node_id))
     # Built before anything starts: a group that cannot work is a ConfigError.  The cluster
     # connections subscribe to ``udp_groups.discovery[name]``.
     udp_groups = UdpGroups(config, settings.node_id)
@@ -82,8 +85,13 @@ async def _run(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     await server.start()
     await udp_groups.start()
+    own_host = f"[{host}]" if ":" in host else host
+    cluster = start_cluster(config, core.session.cluster, udp_groups, f"tcp://{own_host}:{server.bound_port}",
+                            server.poke)
     print(f"reference broker listening on {host}:{server.bound_port}", file=sys.stderr, flush=True)
     await stop.wait()
+    if cluster is not None:
+        await cluster.stop()
     await udp_groups.stop()
     await server.stop()
     if storage is not None:

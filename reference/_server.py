@@ -192,6 +192,11 @@ class BrokerServer:
             self._close(conn_id)
         self._schedule_flush()
 
+    def poke(self) -> None:
+        """Something changed the core from outside a connection (a cluster bridge): deliver and write."""
+        self.core.session.deliver_all()
+        self._schedule_flush()
+
     # ---------------------------------------------------------------- output
 
     def _schedule_flush(self) -> None:

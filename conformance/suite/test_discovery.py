@@ -11,17 +11,21 @@ oracle, intervals judged).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+import socket
 import time
+import uuid
 from collections.abc import Callable
 
-from codec import CoreMessage, RoutingType, TransportConfiguration
+from codec import CoreMessage, DiscoveryDatagram, RoutingType, TransportConfiguration, encode_discovery
 from conformance.cases import Case, cases
 from conformance.evidence import CaseEvidence
 from conformance.oracles import check_schedule, expected_broadcast_schedule
 from conformance.plugin import Settings
 from conformance.targets import ClusterSpec, NodeSpec, Target, Topology
 from conformance.targets._base import ManagedTarget
+from reference._multicast import open_multicast_sender
 from reference.client import Connection, Connector, connect, connector_of
 
 from ._discovery_kit import BroadcastListener, Heard
@@ -277,5 +281,115 @@ def test_client_finds_brokers_through_udp(case: Case, cck_make_target: MakeTarge
                 assert (host, int(port)) in nodes, f"connected to {peer}, which is not a node of the cluster {nodes}"
                 await _round_trip(connection, f"cck.{case.id}.{i}", cck_settings.deadline(RECEIVE_S))
         evidence.note("connected_to", used)
+
+    run(cck_settings, scenario(), CASE_S)
+
+
+# ---------------------------------------------------------------------------------------------------- injected
+
+INJECTED = tuple(
+    Case(f"discovery.inject.{n}", clause,
+         "one node whose cluster connection uses a discovery group (broadcasts every 500 ms); the kit broadcasts, "
+         f"every 500 ms on the same group, a datagram with {who} and a connector naming a TCP listener of the kit",
+         expectation, needs=("config",), params={"own_id": own_id})
+    for n, (clause, who, own_id, expectation) in enumerate((
+        ("discovery.cluster-finds", "a node ID of its own (a fake node)", False,
+         "the node's cluster connection opens a TCP connection to the fake node's connector within 20 s"),
+        ("discovery.own-node-ignored", "the node's own node ID (read from its broadcasts)", True,
+         "no connection reaches the listener within 6 s (twelve broadcasts): a datagram with the receiver's own "
+         "node ID is ignored"),
+    ), 1)
+)  # fmt: skip
+#: how long the kit's datagrams must go unanswered for the own node ID to count as ignored
+IGNORED_S = 6.0
+
+
+class _Doorbell:
+    """A TCP listener that only records who connected (the fake node's connector)."""
+
+    def __init__(self) -> None:
+        self.rung: list[float] = []
+        self.event = asyncio.Event()
+        self.server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> _Doorbell:
+        self.server = await asyncio.start_server(self._connected, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+    @property
+    def port(self) -> int:
+        assert self.server is not None
+        port: int = self.server.sockets[0].getsockname()[1]
+        return port
+
+    async def _connected(self, _reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.rung.append(time.monotonic())
+        self.event.set()
+        writer.close()
+
+    async def wait(self, seconds: float) -> bool:
+        try:
+            await asyncio.wait_for(self.event.wait(), seconds)
+        except TimeoutError:
+            return False
+        return True
+
+
+async def _announce(group: tuple[str, int], datagram: bytes, period_s: float, stop: asyncio.Event) -> int:
+    """Broadcast ``datagram`` every ``period_s`` until ``stop`` is set; returns how many went out."""
+    loop = asyncio.get_running_loop()
+    sock = open_multicast_sender(socket.AF_INET, "127.0.0.1")
+    sent = 0
+    try:
+        while not stop.is_set():
+            await loop.sock_sendto(sock, datagram, group)
+            sent += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), period_s)
+    finally:
+        sock.close()
+    return sent
+
+
+@cases(*INJECTED)
+def test_cluster_connection_discovers_injected_node(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                                                    evidence: CaseEvidence) -> None:
+    target = _managed(cck_make_target(_topology(1, 500)))
+    node = target.topology.nodes[0]
+    cluster = target.topology.cluster
+    assert cluster is not None
+
+    async def scenario() -> None:
+        async with _listener(target) as listener:
+            own = (await _datagrams(listener, node, 1, cck_settings.deadline(FIRST_S)))[0]
+        assert own.datagram is not None, own.error
+        node_id = own.datagram.node_id if case.params["own_id"] else str(uuid.uuid4())
+        async with _Doorbell() as doorbell:
+            fake = DiscoveryDatagram(node_id, str(uuid.uuid4()),
+                                     (TransportConfiguration.netty("127.0.0.1", doorbell.port, "fake"),))
+            stop = asyncio.Event()
+            started = time.monotonic()
+            sender = asyncio.ensure_future(_announce((cluster.group_address, cluster.group_port),
+                                                     encode_discovery(fake), 0.5, stop))
+            try:
+                wait_s = IGNORED_S if case.params["own_id"] else cck_settings.deadline(FIRST_S)
+                rang = await doorbell.wait(wait_s)
+            finally:
+                stop.set()
+                sent = await sender
+        evidence.note("node_id", node_id)
+        evidence.note("datagrams_sent", sent)
+        evidence.note("connected_after_s", round(doorbell.rung[0] - started, 3) if doorbell.rung else None)
+        if case.params["own_id"]:
+            assert not rang, (f"the node connected to the connector of a datagram carrying its own node ID "
+                              f"{node_id} ({sent} datagrams sent)")
+        else:
+            assert rang, (f"the node's cluster connection did not connect to the fake node {node_id} at "
+                          f"127.0.0.1:{doorbell.port} within {wait_s:.0f} s ({sent} datagrams sent)")
 
     run(cck_settings, scenario(), CASE_S)

@@ -35,6 +35,7 @@ class Connection:
     closing: bool = False
     closed: bool = False
     remote: str = ""
+    topology_subscribed: bool = False  # hears of members joining later
 
     def set_version(self, version: int) -> None:
         self.version = version

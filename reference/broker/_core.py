@@ -46,10 +46,13 @@ from codec import (
     ReattachSessionResponseMessage,
     SubscribeClusterTopologyUpdatesMessage,
     SubscribeClusterTopologyUpdatesMessageV2,
+    TransportConfiguration,
     UnknownPacketType,
     encode_packet,
 )
 
+from ._cluster import ClusterRole
+from ._cluster_hooks import ClusterHooks
 from ._connection import Connection
 from ._errors import BrokerError
 from ._session import Session
@@ -83,6 +86,8 @@ class BrokerSettings:
     transaction_timeout_s: int = 300
     transaction_timeout_scan_s: float = 1.0
     server_version: int = CURRENT_VERSION
+    #: this node's cluster connection, when broker.xml has one
+    cluster: ClusterRole | None = None
 
 
 @dataclass
@@ -113,6 +118,8 @@ class BrokerCore:
         self.now = 0.0
         self.session = SessionHandlers(self)
         self.post_office = self.session.post_office
+        if settings.cluster is not None:
+            self.session.cluster = ClusterHooks(self.session, settings.cluster)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -296,6 +303,7 @@ class BrokerCore:
         elif isinstance(packet, (SubscribeClusterTopologyUpdatesMessageV2, SubscribeClusterTopologyUpdatesMessage)):
             if isinstance(packet, SubscribeClusterTopologyUpdatesMessageV2):
                 conn.set_version(packet.client_version)
+            conn.topology_subscribed = True
             self._send_topology(conn)
         elif isinstance(packet, PacketsConfirmedMessage):
             return
@@ -303,18 +311,35 @@ class BrokerCore:
             raise BrokerError(ExceptionType.ILLEGAL_STATE, f"{packet.type_name()} is not valid on channel 0")
 
     def _send_topology(self, conn: Connection) -> None:
-        """A standalone broker: one message, no connectors, last=true (notes §5.2)."""
-        node, event = self.settings.node_id, self.wall_clock_ms()
-        version = conn.version
+        """Every member, this node first, the last one with last=true; a standalone broker sends itself
+        without connectors (notes §5.2)."""
+        cluster = self.session.cluster
+        members: list[tuple[str, TransportConfiguration | None]] = [(self.settings.node_id, None)]
+        if cluster is not None:
+            members = [(self.settings.node_id, cluster.role.connector)]
+            members += [(n, c) for n, c in cluster.state.members.items() if n != self.settings.node_id]
+        for index, (node, connector) in enumerate(members):
+            self._send_member(conn, node, connector, last=index == len(members) - 1)
+
+    def _send_member(self, conn: Connection, node: str, connector: TransportConfiguration | None, *,
+                     last: bool) -> None:
+        event, version = self.wall_clock_ms(), conn.version
         packet: Packet
         if version >= 131 or version == 0:
-            packet = ClusterTopologyChangeMessage_V4(False, node, event, None, None, True, None, None,
+            packet = ClusterTopologyChangeMessage_V4(False, node, event, connector, None, last, None, None,
                                                      self.settings.server_version)
         elif version >= 122:
-            packet = ClusterTopologyChangeMessage_V2(False, node, event, None, None, True, None)
+            packet = ClusterTopologyChangeMessage_V2(False, node, event, connector, None, last, None)
         else:
-            packet = ClusterTopologyChangeMessage(False, node, None, None, True)
+            packet = ClusterTopologyChangeMessage(False, node, connector, None, last)
         self.send(conn, PING_CHANNEL, packet)
+
+    def topology_changed(self, node: str, connector: TransportConfiguration | None) -> None:
+        """A member joined: every connection that subscribed to the topology hears of it (last=false,
+        as Artemis sends updates after the first topology)."""
+        for conn in self.connections.values():
+            if conn.topology_subscribed and not conn.closing:
+                self._send_member(conn, node, connector, last=False)
 
     def _channel1(self, conn: Connection, packet: Packet) -> None:
         if isinstance(packet, (CreateSessionMessage, CreateSessionMessage_V2)):
@@ -336,6 +361,16 @@ class BrokerCore:
             conn.set_version(packet.version)
         if isinstance(packet, CreateSessionMessage_V2) and packet.client_id:
             conn.client_id = packet.client_id
+        cluster = self.settings.cluster
+        if (cluster is not None and self.settings.authenticator is not None and packet.username == cluster.user
+                and packet.password != cluster.password):
+            # the cluster user is checked against cluster-password only (Artemis: 212, AMQ229099)
+            self.send(conn, SESSION_SETUP_CHANNEL, ActiveMQExceptionMessage(
+                ExceptionType.CLUSTER_SECURITY_EXCEPTION,
+                f"AMQ229099: Unable to authenticate cluster user: {packet.username}"))
+            conn.closing = True
+            self.to_close.add(conn.conn_id)
+            return
         if not self._authenticate(packet.username, packet.password):
             self.send(conn, SESSION_SETUP_CHANNEL, ActiveMQExceptionMessage(
                 ExceptionType.SECURITY_EXCEPTION, f"AMQ229031: Unable to validate user: {packet.username}"))
@@ -370,6 +405,9 @@ class BrokerCore:
                                             "window": packet.confirmation_window_size})
 
     def _authenticate(self, username: str | None, password: str | None) -> bool:
+        cluster = self.settings.cluster
+        if cluster is not None and username == cluster.user and password == cluster.password:
+            return True  # the other nodes' bridges log in with the cluster credentials
         if self.settings.authenticator is not None:
             return self.settings.authenticator(username, password)
         users = self.settings.users

@@ -10,6 +10,7 @@ Rules of this module:
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections import deque
 from dataclasses import dataclass, field
@@ -20,10 +21,16 @@ from codec import CoreMessage, RoutingType
 if TYPE_CHECKING:
     from ._session import Consumer
 
-__all__ = ["ROUTING_TYPE_KEY", "Address", "MessageRef", "PostOffice", "Queue", "split_fqqn"]
+__all__ = ["ROUTING_TYPE_KEY", "Address", "MessageRef", "PostOffice", "Queue", "split_fqqn", "stable_id"]
 
 #: Message property carrying a routing-type hint (BYTE 0 multicast / 1 anycast).
 ROUTING_TYPE_KEY = "_AMQ_ROUTING_TYPE"
+
+
+def stable_id(name: str) -> int:
+    """A positive 63-bit ID from a name: the same on every start, so a route stored in a message
+    (a store-and-forward queue's ``_AMQ_ROUTE_TO``) still names the same binding after a restart."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") >> 1
 
 
 def split_fqqn(name: str) -> tuple[str | None, str]:
@@ -67,6 +74,11 @@ class Queue:
     consumers: list[Consumer] = field(default_factory=list)
     next_consumer: int = 0
     owner_session: str | None = None  # temporary queues die with their session
+    binding_id: int = 0  # how other nodes of a cluster name it; derived from the name when left 0
+
+    def __post_init__(self) -> None:
+        if not self.binding_id:
+            self.binding_id = stable_id(f"queue:{self.name}")
 
     @property
     def message_count(self) -> int:
@@ -97,6 +109,7 @@ class PostOffice:
     def __init__(self) -> None:
         self.addresses: dict[str, Address] = {}
         self.queues: dict[str, Queue] = {}
+        self.queues_by_id: dict[int, Queue] = {}
         self._ids = itertools.count(1)
 
     def next_id(self) -> int:
@@ -123,18 +136,28 @@ class PostOffice:
         address.routing_types.add(queue.routing_type)
         address.queues[queue.name] = queue
         self.queues[queue.name] = queue
+        self.queues_by_id[queue.binding_id] = queue
         return queue
 
     def remove_queue(self, name: str) -> Queue | None:
         queue = self.queues.pop(name, None)
         if queue is not None:
+            self.queues_by_id.pop(queue.binding_id, None)
             address = self.addresses.get(queue.address)
             if address is not None:
                 address.queues.pop(name, None)
         return queue
 
+    def candidates(self, message: CoreMessage, address_name: str) -> list[Queue]:
+        """Every queue of the address the message's routing-type hint allows."""
+        address = self.addresses.get(address_name)
+        if address is None:
+            return []
+        hint = message.properties.get(ROUTING_TYPE_KEY) if message.properties else None
+        return [q for q in address.queues.values() if hint is None or q.routing_type == hint]
+
     def route(self, message: CoreMessage, address_name: str) -> list[Queue]:
-        """The queues a message sent to ``address_name`` goes to: one anycast queue
+        """The local queues a message sent to ``address_name`` goes to: one anycast queue
         (round robin) and every multicast queue, narrowed by a routing-type hint."""
         address = self.addresses.get(address_name)
         if address is None:

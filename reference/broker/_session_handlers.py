@@ -64,12 +64,14 @@ from codec import (
     TypedProperties,
 )
 
+from ._cluster import MANAGEMENT_ADDRESS, ROUTE_TO_KEY
 from ._errors import BrokerError
 from ._model import ROUTING_TYPE_KEY, MessageRef, PostOffice, Queue, split_fqqn
 from ._session import Consumer, Session, Transaction
 from ._xa import XA_ANSWERED, XAHandlers
 
 if TYPE_CHECKING:
+    from ._cluster_hooks import ClusterHooks
     from ._connection import Connection
     from ._core import BrokerCore
 
@@ -103,6 +105,8 @@ class SessionHandlers:
         self.core = core
         self.post_office = PostOffice()
         self.dirty: set[Queue] = set()
+        #: set by the core when broker.xml has a cluster connection
+        self.cluster: ClusterHooks | None = None
         self.xa = XAHandlers(self)
         self._handlers: dict[type[Packet], Callable[[Session, Any], Packet | None]] = {
             SessionSendMessage: self._send,
@@ -187,14 +191,22 @@ class SessionHandlers:
         address = message.address or session.default_address
         if address is None:
             raise BrokerError(ExceptionType.ILLEGAL_STATE, "message has no address")
+        reply = self.null_response(session, packet.correlation_id) if packet.requires_response else None
+        if self.cluster is not None:
+            if address == MANAGEMENT_ADDRESS:
+                self.cluster.management(session, message)
+                return reply
+            if self.cluster.duplicate(message):  # a bridge resent what it had delivered before a failure
+                return reply
         message = dataclasses.replace(message, message_id=self.post_office.next_id(), address=address)
-        self._ensure_address(address, message)
+        if ROUTE_TO_KEY not in message.properties:  # a bridged message names its queues by ID
+            self._ensure_address(address, message)
         if session.tx.xid is not None or not session.auto_commit_sends:
             self._check_tx(session)
             session.tx.sends.append((message, address))
         else:
             self.route(message, address, None)
-        return self.null_response(session, packet.correlation_id) if packet.requires_response else None
+        return reply
 
     def _ensure_address(self, address: str, message: CoreMessage) -> None:
         if address in self.post_office.addresses:
@@ -207,11 +219,17 @@ class SessionHandlers:
         created = self.post_office.add_address(address, {routing}, auto_created=True)
         self.core.storage.address_added(created)
         if routing == RoutingType.ANYCAST and settings.auto_create_queues:
-            self._add_queue(Queue(address, address, RoutingType.ANYCAST, durable=True, auto_created=True))
+            self.add_queue(Queue(address, address, RoutingType.ANYCAST, durable=True, auto_created=True))
 
     def route(self, message: CoreMessage, address: str, tx_id: int | None) -> bool:
         """Route and enqueue a message; returns whether anything durable was stored."""
-        return self.enqueue(message, self.post_office.route(message, address), tx_id)
+        return self.enqueue(*self.resolve(message, address), tx_id)
+
+    def resolve(self, message: CoreMessage, address: str) -> tuple[CoreMessage, list[Queue]]:
+        """The message as stored (a cluster adds its store-and-forward routes) and the queues it goes to."""
+        if self.cluster is None:
+            return message, self.post_office.route(message, address)
+        return self.cluster.resolve(message, address)
 
     def enqueue(self, message: CoreMessage, queues: list[Queue], tx_id: int | None,
                 ref_ids: dict[tuple[int, str], int] | None = None) -> bool:
@@ -240,12 +258,14 @@ class SessionHandlers:
 
     # ------------------------------------------------------------------ addresses and queues
 
-    def _add_queue(self, queue: Queue) -> Queue:
+    def add_queue(self, queue: Queue) -> Queue:
         added = self.post_office.add_queue(queue)
         address = self.post_office.addresses[queue.address]
         self.core.storage.address_added(address)
         if queue.durable and not queue.temporary:
             self.core.storage.queue_added(queue)
+        if self.cluster is not None:
+            self.cluster.queue_changed(added, "BINDING_ADDED")
         return added
 
     def define(self, address: str, routing_types: set[int], queues: list[Queue]) -> list[str]:
@@ -261,7 +281,7 @@ class SessionHandlers:
                 problems.append(f"queue {queue.name}: filter {queue.filter_string!r} needs selectors, "
                                 "which the reference broker does not implement; queue not created")
                 continue
-            self._add_queue(queue)
+            self.add_queue(queue)
         return problems
 
     def _create_address(self, session: Session, packet: CreateAddressMessage) -> Packet | None:
@@ -284,7 +304,7 @@ class SessionHandlers:
             purge_on_no_consumers=bool(getattr(packet, "purge_on_no_consumers", False)),
             owner_session=session.name if packet.temporary else None,
         )  # fmt: skip
-        self._add_queue(queue)
+        self.add_queue(queue)
         return self.null_response(session) if packet.requires_response else None
 
     def _create_shared_queue(
@@ -294,7 +314,7 @@ class SessionHandlers:
         if existing is None:
             routing = getattr(packet, "routing_type", None)
             self._check_filter(packet.filter_string)
-            self._add_queue(Queue(packet.queue_name, packet.address,
+            self.add_queue(Queue(packet.queue_name, packet.address,
                                   RoutingType.MULTICAST if routing is None else routing,
                                   durable=packet.durable, filter_string=packet.filter_string))
         elif existing.address != packet.address or existing.filter_string != packet.filter_string:
@@ -320,6 +340,8 @@ class SessionHandlers:
         queue.ready.clear()
         if queue.durable and not queue.temporary:
             self.core.storage.queue_removed(queue)
+        if self.cluster is not None:
+            self.cluster.queue_changed(queue, "BINDING_REMOVED")
 
     @staticmethod
     def _check_filter(filter_string: str | None) -> None:
@@ -393,6 +415,8 @@ class SessionHandlers:
         consumer = Consumer(packet.consumer_id, session, queue, packet.filter_string, packet.browse_only)
         session.consumers[packet.consumer_id] = consumer
         queue.consumers.append(consumer)
+        if self.cluster is not None and not consumer.browse_only:
+            self.cluster.queue_changed(queue, "CONSUMER_CREATED")
         return self.queue_query_response(session, queue.name) if packet.requires_response else None
 
     def _flow_credit(self, session: Session, packet: SessionConsumerFlowCreditMessage) -> Packet | None:
@@ -495,6 +519,8 @@ class SessionHandlers:
         consumer.queue.return_refs(refs)
         if consumer in consumer.queue.consumers:
             consumer.queue.consumers.remove(consumer)
+            if self.cluster is not None and not consumer.browse_only:
+                self.cluster.queue_changed(consumer.queue, "CONSUMER_CLOSED")
         consumer.session.consumers.pop(consumer.consumer_id, None)
         self.dirty.add(consumer.queue)
 

@@ -175,7 +175,7 @@ class XAHandlers:
         tx.journal_tx = tx.journal_tx or sessions.post_office.next_id()
         storage = sessions.core.storage
         for message, address in tx.sends:
-            queues = sessions.post_office.route(message, address)
+            message, queues = sessions.resolve(message, address)
             tx.routes.append((message, queues))
             durable = [q for q in queues if q.durable] if message.durable else []
             if durable:

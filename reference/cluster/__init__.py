@@ -13,6 +13,9 @@ TransportConfigurations Artemis builds from ``<connector>`` URIs
     groups.discovery["dg"].subscribe(lambda entries: ...)   # a node appeared or expired
     await groups.stop()                      # before the acceptor closes
 
+The cluster connections (bridges made with the kit's client, which itself uses the discovery
+table, hence not imported here) are in ``reference.cluster._bridge``.
+
 Sans-IO::
 
     table = DiscoveryTable(own_node_id, refresh_timeout_ms=10_000)

@@ -1,0 +1,200 @@
+"""Where the cluster meets the session handlers: routing through remote bindings, bridged messages,
+notifications out, what the bridges heard in, and the management request for a node's state.
+
+Everything here runs inside the sans-IO core; the asyncio bridges call :meth:`ClusterHooks.node_up`,
+:meth:`ClusterHooks.node_down` and :meth:`ClusterHooks.heard`, then let the transport flush.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from codec import CoreMessage, PropertyType, PropertyValue, RoutingType, TransportConfiguration, TypedProperties
+
+from ._cluster import (
+    BRIDGE_DUP_KEY,
+    NOTIFICATIONS_ADDRESS,
+    OPERATION_KEY,
+    QUEUE_INFO_OPERATION,
+    RESET_COMPLETE_KEY,
+    RESET_KEY,
+    ROUTE_TO_KEY,
+    ClusterRole,
+    ClusterState,
+    Notification,
+    decode_ids,
+    encode_ids,
+)
+from ._model import Queue
+
+if TYPE_CHECKING:
+    from ._session import Session
+    from ._session_handlers import SessionHandlers
+
+__all__ = ["ClusterHooks", "bridge_dup_id", "forwardable"]
+
+LOG = logging.getLogger("reference.cluster")
+
+
+def bridge_dup_id(node_id: str, message_id: int) -> bytes:
+    """``_AMQ_BRIDGE_DUP``: the sending node's 16-byte UUID and the message's ID (8 bytes)."""
+    try:
+        node = uuid.UUID(node_id).bytes
+    except ValueError:
+        node = node_id.encode()
+    return node + message_id.to_bytes(8, "big", signed=True)
+
+
+def forwardable(message: CoreMessage, sf_queue: str, node_id: str) -> CoreMessage | None:
+    """The copy a bridge sends for a message taken from its store-and-forward queue: the route for
+    this bridge becomes ``_AMQ_ROUTE_TO``, every other route key goes, and the duplicate ID is set.
+    ``None`` when the message carries no route for this bridge."""
+    route = message.properties.get(ROUTE_TO_KEY + sf_queue)
+    if not isinstance(route, bytes):
+        return None
+    kept = tuple(e for e in message.properties.entries
+                 if not e.key.startswith(ROUTE_TO_KEY) and e.key != BRIDGE_DUP_KEY)
+    properties = TypedProperties(kept).with_value(ROUTE_TO_KEY, route, PropertyType.BYTES)
+    properties = properties.with_value(BRIDGE_DUP_KEY, bridge_dup_id(node_id, message.message_id), PropertyType.BYTES)
+    return dataclasses.replace(message, message_id=0, properties=properties)
+
+
+class ClusterHooks:
+    def __init__(self, sessions: SessionHandlers, role: ClusterRole) -> None:
+        self.sessions = sessions
+        self.state = ClusterState(role)
+
+    @property
+    def role(self) -> ClusterRole:
+        return self.state.role
+
+    # ------------------------------------------------------------------ routing
+
+    def resolve(self, message: CoreMessage, address: str) -> tuple[CoreMessage, list[Queue]]:
+        """The message to store (with its store-and-forward routes) and the queues that get it."""
+        post_office = self.sessions.post_office
+        route = message.properties.get(ROUTE_TO_KEY) if message.properties else None
+        if isinstance(route, bytes):
+            local, forwards = self.state.route_to(decode_ids(route), post_office.queues_by_id)
+            message = _without(message, ROUTE_TO_KEY)
+        elif self.state.remote_on(address):
+            local, forwards = self.state.choose(address, message, post_office.candidates(message, address))
+        else:
+            return message, post_office.route(message, address)
+        queues = list(local)
+        properties = message.properties
+        for sf_name, ids in forwards.items():
+            sf_queue = post_office.queues.get(sf_name)
+            if sf_queue is None:  # the bridge was never up since the start: its queue comes with it
+                LOG.warning("no store-and-forward queue for a chosen remote binding", extra={"queue": sf_name})
+                continue
+            properties = properties.with_value(ROUTE_TO_KEY + sf_name, encode_ids(ids), PropertyType.BYTES)
+            queues.append(sf_queue)
+        if properties is not message.properties:
+            message = _replace_properties(message, properties)
+        return message, queues
+
+    def duplicate(self, message: CoreMessage) -> bool:
+        dup = message.properties.get(BRIDGE_DUP_KEY) if message.properties else None
+        return isinstance(dup, bytes) and self.state.duplicate(dup)
+
+    # ------------------------------------------------------------------ notifications out
+
+    def queue_changed(self, queue: Queue, kind: str) -> None:
+        self._emit(self.state.notes_for_queue(queue, kind))
+
+    def _emit(self, notes: Iterable[Notification], into: list[Queue] | None = None) -> None:
+        post_office = self.sessions.post_office
+        if into is None:
+            address = post_office.addresses.get(NOTIFICATIONS_ADDRESS)
+            into = list(address.queues.values()) if address is not None else []
+        if not into:
+            return
+        for note in notes:
+            self.sessions.enqueue(note.message(post_office.next_id()), into, None)
+
+    def management(self, session: Session, message: CoreMessage) -> None:
+        """A message to ``activemq.management``: only the bridges' state request is implemented."""
+        operation = message.properties.get(OPERATION_KEY) if message.properties else None
+        if operation != QUEUE_INFO_OPERATION:
+            LOG.warning("management operation not implemented; ignored", extra={"operation": operation,
+                                                                                  "session": session.name})
+            return
+        try:
+            queue_name, _address = json.loads(message.text or "")
+        except (ValueError, TypeError) as exc:
+            LOG.warning("malformed sendQueueInfoToQueue request; ignored", extra={"reason": str(exc)})
+            return
+        target = self.sessions.post_office.queues.get(str(queue_name))
+        if target is None:
+            LOG.warning("sendQueueInfoToQueue for a missing queue; ignored", extra={"queue": queue_name})
+            return
+        notes = self.state.snapshot(list(self.sessions.post_office.queues.values()))
+        post_office = self.sessions.post_office
+        if not notes:
+            marker = CoreMessage(message_id=post_office.next_id(), address=NOTIFICATIONS_ADDRESS,
+                                 properties=TypedProperties.typed((RESET_KEY, PropertyType.BOOLEAN, True),
+                                                                  (RESET_COMPLETE_KEY, PropertyType.BOOLEAN, True)))
+            self.sessions.enqueue(marker, [target], None)
+            return
+        for index, note in enumerate(notes):
+            self.sessions.enqueue(note.message(post_office.next_id(), first=index == 0, last=index == len(notes) - 1),
+                                  [target], None)
+
+    # ------------------------------------------------------------------ what the bridges report
+
+    def node_up(self, node_id: str, connector: TransportConfiguration | None) -> None:
+        """A bridge reached ``node_id``: its store-and-forward queue exists from now on (durable, so
+        what waits in it survives a restart), its bindings count as connected, clients hear of it."""
+        sf_name = self.role.sf_queue(node_id)
+        if sf_name not in self.sessions.post_office.queues:
+            self.sessions.add_queue(Queue(sf_name, sf_name, RoutingType.MULTICAST, durable=True))
+        self.state.connected(node_id, True)
+        known = node_id in self.state.members
+        self.state.members[node_id] = connector
+        if not known:
+            self.sessions.core.topology_changed(node_id, connector)
+        self.sessions.dirty.add(self.sessions.post_office.queues[sf_name])
+
+    def node_down(self, node_id: str) -> None:
+        self.state.connected(node_id, False)
+
+    def heard(self, via: str, properties: Mapping[str, PropertyValue]) -> None:
+        """A notification message from the node ``via`` (its bridge's notification consumer)."""
+        if properties.get(RESET_KEY) is True:
+            for binding in self.state.reset(via):
+                self._emit([self.state.notes_for_remote(binding, "BINDING_REMOVED")])
+        note = Notification.read(properties)
+        if note is None:
+            return
+        before = self.state.remote.get(_key(self.state, via, note))
+        changed = self.state.apply(via, note)
+        if changed is None:
+            return
+        if note.kind == "BINDING_ADDED" and before is None:
+            self._emit([self.state.notes_for_remote(changed, "BINDING_ADDED")])
+        elif note.kind == "BINDING_REMOVED":
+            self._emit([self.state.notes_for_remote(changed, "BINDING_REMOVED")])
+        elif note.kind in ("CONSUMER_CREATED", "CONSUMER_CLOSED"):
+            self._emit([self.state.notes_for_remote(changed, note.kind)])
+        # queues whose choice may now differ get another look (ON_DEMAND follows consumers)
+        self.sessions.dirty.update(self.sessions.post_office.candidates(CoreMessage(), changed.address))
+
+
+def _key(state: ClusterState, via: str, note: Notification) -> int:
+    return next((b.binding_id for b in state.remote.values() if b.via == via and b.cluster_name == note.cluster_name),
+                0)
+
+
+def _without(message: CoreMessage, key: str) -> CoreMessage:
+    return _replace_properties(message, TypedProperties(tuple(e for e in message.properties.entries if e.key != key)))
+
+
+def _replace_properties(message: CoreMessage, properties: TypedProperties) -> CoreMessage:
+    return dataclasses.replace(message, properties=properties)
+
