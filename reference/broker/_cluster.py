@@ -21,7 +21,7 @@ import json
 import logging
 import struct
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -121,6 +121,12 @@ class ClusterRole:
     user: str = "ACTIVEMQ.CLUSTER.ADMIN.USER"
     password: str = "CHANGE ME!!"  # noqa: S105 - Artemis's default, which the broker warns about
     id_cache_size: int = 20000
+    #: an address's ``redistribution-delay`` in ms (-1: never)
+    redistribution_delay: Callable[[str], int] = lambda _address: -1
+
+    @property
+    def redistributes(self) -> bool:
+        return self.load_balancing in (LoadBalancing.ON_DEMAND, LoadBalancing.OFF_WITH_REDISTRIBUTION)
 
     def sf_queue(self, node_id: str) -> str:
         return f"{SF_PREFIX}{self.name}.{node_id}"
@@ -264,6 +270,11 @@ class ClusterState:
         elif note.kind == "CONSUMER_CLOSED":
             binding.consumers = max(0, binding.consumers - 1)
         return binding
+
+    def consuming(self, queue: Queue) -> list[RemoteBinding]:
+        """The connected remote queues of ``queue``'s name with consumers: where redistribution may send."""
+        return [b for b in self.remote_on(queue.address) if b.routing_name == queue.name and b.connected
+                and b.consumers > 0 and b.filter_string is None]
 
     def connected(self, via: str, up: bool) -> None:
         for binding in self.remote.values():

@@ -68,6 +68,9 @@ class ClusterHooks:
     def __init__(self, sessions: SessionHandlers, role: ClusterRole) -> None:
         self.sessions = sessions
         self.state = ClusterState(role)
+        self._due: dict[str, float] = {}  # queue -> when its redistributor starts
+        self._redistributing: set[str] = set()
+        self._turn = 0
 
     @property
     def role(self) -> ClusterRole:
@@ -107,6 +110,74 @@ class ClusterHooks:
 
     def queue_changed(self, queue: Queue, kind: str) -> None:
         self._emit(self.state.notes_for_queue(queue, kind))
+        if kind in ("CONSUMER_CREATED", "CONSUMER_CLOSED"):
+            self._consumers_changed(queue)
+        elif kind == "BINDING_REMOVED":
+            self._due.pop(queue.name, None)
+            self._redistributing.discard(queue.name)
+
+    # ------------------------------------------------------------------ redistribution (notes §5.1)
+
+    def _consumers_changed(self, queue: Queue) -> None:
+        """A local consumer cancels the queue's redistributor; the last one leaving (or a remote consumer
+        appearing) starts one after the address's redistribution-delay."""
+        if any(not c.browse_only for c in queue.consumers):
+            self._due.pop(queue.name, None)
+            self._redistributing.discard(queue.name)
+            return
+        delay = self.role.redistribution_delay(queue.address)
+        if (not self.role.redistributes or delay < 0 or queue.temporary or queue.address.startswith("$.artemis.")
+                or queue.name in self._due or queue.name in self._redistributing):
+            return
+        self._due[queue.name] = self.sessions.core.now + delay / 1000
+        if delay == 0:
+            self.tick(self.sessions.core.now)
+
+    def next_deadline(self) -> float | None:
+        return min(self._due.values(), default=None)
+
+    def tick(self, now: float) -> None:
+        for name, at in list(self._due.items()):
+            if at <= now:
+                del self._due[name]
+                queue = self.sessions.post_office.queues.get(name)
+                if queue is not None:
+                    self._redistributing.add(name)
+                    self.sessions.dirty.add(queue)
+
+    def redistributing(self, queue: Queue) -> bool:
+        return queue.name in self._redistributing
+
+    def redistribute(self, queue: Queue) -> None:
+        """Move the queue's waiting messages to remote queues of its name that have consumers, round robin:
+        each as a copy with a new message ID (so the receiving side does not take it for a resend), the
+        original acknowledged.  Messages of a group stay; with no remote consumer nothing moves."""
+        targets = self.state.consuming(queue)
+        if not targets or not queue.ready:
+            return
+        post_office = self.sessions.post_office
+        kept = []
+        for ref in list(queue.ready):
+            if ref.message.properties.get("_AMQ_GROUP_ID") is not None:
+                kept.append(ref)
+                continue
+            target = targets[self._turn % len(targets)]
+            self._turn += 1
+            sf_name = self.role.sf_queue(target.via)
+            sf_queue = post_office.queues.get(sf_name)
+            if sf_queue is None:
+                kept.append(ref)
+                continue
+            entries = tuple(e for e in ref.message.properties.entries
+                            if not e.key.startswith(ROUTE_TO_KEY) and e.key != BRIDGE_DUP_KEY)
+            properties = TypedProperties(entries).with_value(ROUTE_TO_KEY + sf_name, encode_ids([target.remote_id]),
+                                                             PropertyType.BYTES)
+            copy = dataclasses.replace(ref.message, message_id=post_office.next_id(), properties=properties)
+            self.sessions.enqueue(copy, [sf_queue], None)
+            if ref.durable:
+                self.sessions.core.storage.ref_acked(ref, None)
+        queue.ready.clear()
+        queue.ready.extend(kept)
 
     def _emit(self, notes: Iterable[Notification], into: list[Queue] | None = None) -> None:
         post_office = self.sessions.post_office
@@ -182,6 +253,9 @@ class ClusterHooks:
             self._emit([self.state.notes_for_remote(changed, "BINDING_REMOVED")])
         elif note.kind in ("CONSUMER_CREATED", "CONSUMER_CLOSED"):
             self._emit([self.state.notes_for_remote(changed, note.kind)])
+            local = self.sessions.post_office.queues.get(changed.routing_name)
+            if note.kind == "CONSUMER_CREATED" and local is not None and local.address == changed.address:
+                self._consumers_changed(local)
         # queues whose choice may now differ get another look (ON_DEMAND follows consumers)
         self.sessions.dirty.update(self.sessions.post_office.candidates(CoreMessage(), changed.address))
 

@@ -185,10 +185,14 @@ class BrokerCore:
         if now >= self.timers.next_tx_scan:
             self.timers.next_tx_scan = now + self.settings.transaction_timeout_scan_s
             self.session.scan_transaction_timeouts(now)
+        if self.session.cluster is not None:
+            self.session.cluster.tick(now)
         self.session.deliver_all()
 
     def next_deadline(self) -> float:
-        return min(self.timers.next_ttl_check, self.timers.next_tx_scan)
+        cluster = self.session.cluster.next_deadline() if self.session.cluster is not None else None
+        return min(self.timers.next_ttl_check, self.timers.next_tx_scan,
+                   cluster if cluster is not None else self.timers.next_tx_scan)
 
     def take_output(self) -> dict[int, bytes]:
         """Bytes to write, per connection (and clears them); early replies first, as they were queued."""

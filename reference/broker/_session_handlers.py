@@ -450,6 +450,9 @@ class SessionHandlers:
                 self._deliver(queue)
 
     def _deliver(self, queue: Queue) -> None:
+        if self.cluster is not None and self.cluster.redistributing(queue):
+            self.cluster.redistribute(queue)  # it has no local consumer: the messages go where there are
+            return
         for consumer in queue.consumers:
             if consumer.browse_only:
                 self._browse(consumer)

@@ -322,6 +322,7 @@ def cluster_role(config: BrokerConfig, node_id: str) -> ClusterRole | None:
         cc.name, node_id, connector_transport_configuration(own) if own is not None else None,
         LoadBalancing(cc.message_load_balancing.value), cc.max_hops, cc.address, config.cluster_user,
         config.cluster_password, config.id_cache_size,
+        lambda address: config.address_settings_for(address).redistribution_delay,
     )  # fmt: skip
 
 

@@ -226,3 +226,54 @@ def test_a_chosen_remote_binding_puts_the_message_into_its_store_and_forward_que
     assert all(isinstance(r.message.properties[ROUTE_TO_KEY + sf.name], bytes) for r in sf.ready)
     assert B in sessions.cluster.state.members
 
+
+
+def _redistributing_core(delay_ms: int) -> BrokerCore:
+    role = ClusterRole("c", ME, None, LoadBalancing.ON_DEMAND, redistribution_delay=lambda _address: delay_ms)
+    core = BrokerCore(BrokerSettings(node_id=ME, cluster=role))
+    assert core.session.cluster is not None
+    core.session.cluster.node_up(B, None)
+    core.session.cluster.heard(B, _added(B).message(1, first=True, last=True).properties)
+    return core
+
+
+@pytest.mark.parametrize("delay_ms", [0, 2000])
+def test_waiting_messages_move_to_a_remote_consumer_after_the_redistribution_delay(delay_ms: int) -> None:
+    core = _redistributing_core(delay_ms)
+    sessions = core.session
+    assert sessions.cluster is not None
+    local = sessions.add_queue(Queue("orders", "orders", RoutingType.ANYCAST, durable=True))
+    for index in range(3):
+        sessions.enqueue(CoreMessage(message_id=100 + index, address="orders"), [local], None)
+    core.tick(10.0)
+    assert len(local.ready) == 3  # no remote consumer yet: nothing moves
+    core.now = 10.0
+    sessions.cluster.heard(B, _consumer(B).message(2).properties)
+    sessions.deliver_all()
+    if delay_ms:
+        assert len(local.ready) == 3
+        assert sessions.cluster.next_deadline() == pytest.approx(12.0)
+        core.tick(12.0)
+    sf = core.post_office.queues[sessions.cluster.role.sf_queue(B)]
+    assert len(local.ready) == 0
+    assert len(sf.ready) == 3
+    assert all(ref.message.message_id not in (100, 101, 102) for ref in sf.ready)  # copies with new IDs
+
+
+def test_no_redistribution_when_the_delay_is_minus_one_or_a_local_consumer_is_back() -> None:
+    core = _redistributing_core(-1)
+    sessions = core.session
+    assert sessions.cluster is not None
+    local = sessions.add_queue(Queue("orders", "orders", RoutingType.ANYCAST, durable=True))
+    sessions.enqueue(CoreMessage(message_id=100, address="orders"), [local], None)
+    sessions.cluster.heard(B, _consumer(B).message(2).properties)
+    core.tick(100.0)
+    assert len(local.ready) == 1
+    delayed = _redistributing_core(1000)
+    assert delayed.session.cluster is not None
+    queue = delayed.session.add_queue(Queue("orders", "orders", RoutingType.ANYCAST, durable=True))
+    delayed.session.cluster.heard(B, _consumer(B).message(2).properties)
+    assert delayed.session.cluster.next_deadline() == pytest.approx(1.0)
+    queue.consumers.append(SimpleNamespace(browse_only=False))  # type: ignore[arg-type]
+    delayed.session.cluster.queue_changed(queue, "CONSUMER_CREATED")
+    assert delayed.session.cluster.next_deadline() is None
