@@ -20,6 +20,7 @@ from .broker import BrokerCore, BrokerSettings, Queue
 from .broker._journal_storage import JournalStorage, open_journal
 from .cluster import UdpGroups
 from .cluster._bridge import cluster_role, start_cluster
+from .cluster._scale_down import scale_down
 from .config import BrokerConfig, ConfigError, SecurityModel, default_config, load_config
 from .journal import JournalError
 
@@ -92,6 +93,7 @@ async def _run(args: argparse.Namespace) -> int:
     await stop.wait()
     if cluster is not None:
         await cluster.stop()
+    await scale_down(config, core, server, udp_groups)
     await udp_groups.stop()
     await server.stop()
     if storage is not None:

@@ -121,6 +121,8 @@ class ClusterRole:
     user: str = "ACTIVEMQ.CLUSTER.ADMIN.USER"
     password: str = "CHANGE ME!!"  # noqa: S105 - Artemis's default, which the broker warns about
     id_cache_size: int = 20000
+    #: the ``<scale-down><group-name>`` this node advertises in its topology
+    scale_down_group: str | None = None
     #: an address's ``redistribution-delay`` in ms (-1: never)
     redistribution_delay: Callable[[str], int] = lambda _address: -1
 

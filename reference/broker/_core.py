@@ -224,14 +224,21 @@ class BrokerCore:
         closing, self.to_close = self.to_close, set()
         return closing
 
-    def shutdown(self) -> None:
-        """Flush confirmations, say DISCONNECT to every client and end every session (broker stopping)."""
+    def shutdown(self, scale_down_to: tuple[str, TransportConfiguration | None] | None = None) -> None:
+        """Flush confirmations, say DISCONNECT to every client and end every session (broker stopping).
+
+        ``scale_down_to``: the node (ID, connector) this one's messages are moving to; the DISCONNECT
+        names it with reason SCALE_DOWN, so clients can follow (notes on scale-down, §5.2)."""
         for conn in list(self.connections.values()):
+            if conn.closing:
+                continue  # told already (a scale-down disconnects before the messages move)
             for session in conn.sessions.values():
                 self.session.flush_confirmations(session)
             version = conn.version or CURRENT_VERSION
             packet: Packet
-            if version >= 131:
+            if version >= 131 and scale_down_to is not None:
+                packet = DisconnectMessage_V3(self.settings.node_id, DisconnectReason.SCALE_DOWN, *scale_down_to)
+            elif version >= 131:
                 packet = DisconnectMessage_V3(self.settings.node_id, DisconnectReason.SHUT_DOWN)
             elif version >= 125:
                 packet = DisconnectMessage_V2(self.settings.node_id, None)
@@ -328,9 +335,11 @@ class BrokerCore:
     def _send_member(self, conn: Connection, node: str, connector: TransportConfiguration | None, *,
                      last: bool) -> None:
         event, version = self.wall_clock_ms(), conn.version
+        cluster = self.settings.cluster
+        group = cluster.scale_down_group if cluster is not None and node == self.settings.node_id else None
         packet: Packet
         if version >= 131 or version == 0:
-            packet = ClusterTopologyChangeMessage_V4(False, node, event, connector, None, last, None, None,
+            packet = ClusterTopologyChangeMessage_V4(False, node, event, connector, None, last, None, group,
                                                      self.settings.server_version)
         elif version >= 122:
             packet = ClusterTopologyChangeMessage_V2(False, node, event, connector, None, last, None)

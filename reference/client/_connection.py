@@ -74,6 +74,8 @@ class TopologyMember:
     node_id: str
     live: TransportConfiguration | None
     backup: TransportConfiguration | None
+    #: the node's scale-down group name (CLUSTER_TOPOLOGY_V3 and later)
+    scale_down_group: str | None = None
 
 
 class ClientConnectionCore:
@@ -89,6 +91,8 @@ class ClientConnectionCore:
         self.failure: ClientError | None = None
         self.closed = False
         self.failure_listeners: list[Callable[[ClientError], None]] = []
+        #: Called with each topology message's member (``None`` when it left) and its ``last`` flag.
+        self.topology_listeners: list[Callable[[str, TopologyMember | None, bool], None]] = []
         self._outbox = bytearray()
         self._setup_calls = CallQueue()
         self._topology_call: Call | None = None
@@ -311,10 +315,14 @@ class ClientConnectionCore:
 
     def _topology(self, packet: Packet) -> None:
         assert isinstance(packet, _TOPOLOGY)
+        member: TopologyMember | None = None
         if packet.exit:
             self.topology.pop(packet.node_id, None)
         else:
-            self.topology[packet.node_id] = TopologyMember(packet.node_id, packet.live, packet.backup)
+            member = self.topology[packet.node_id] = TopologyMember(
+                packet.node_id, packet.live, packet.backup, getattr(packet, "scale_down_group_name", None))
+        for listener in list(self.topology_listeners):
+            listener(packet.node_id, member, bool(packet.last))
         if packet.last and self._topology_call is not None:
             self._topology_call.resolve(packet)
 

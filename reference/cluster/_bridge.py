@@ -35,6 +35,7 @@ from ..client import (
     ClientError,
     ClientSettings,
     Connection,
+    ConnectionFailed,
     Consumer,
     Producer,
     Session,
@@ -45,7 +46,7 @@ from ..config import BrokerConfig, ClusterConnection
 from ._discovery import DiscoveryEntry, connector_transport_configuration
 from ._udp import UdpGroups
 
-__all__ = ["Bridge", "ClusterManager", "Peer", "cluster_role", "retry_delays", "start_cluster"]
+__all__ = ["Bridge", "ClusterManager", "Peer", "cluster_role", "identify", "retry_delays", "start_cluster"]
 
 LOG = logging.getLogger("reference.cluster")
 #: how long a receive waits before the bridge looks at its connections again
@@ -100,13 +101,11 @@ class Bridge:
 
     async def stop(self) -> None:
         self._stopping.set()
-        for connection in self._connections:
-            with contextlib.suppress(ClientError, OSError):
-                await asyncio.wait_for(connection.close(), 5.0)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        await self._drop()
 
     async def _run(self) -> None:
         cc = self.manager.cc
@@ -192,7 +191,7 @@ class Bridge:
         while True:
             delivery = await notes.receive(_RECEIVE_S)
             if delivery is None:
-                self._check_alive()
+                self._check_alive(notes)
                 continue
             self.manager.heard(node_id, delivery.message.properties)
 
@@ -200,7 +199,7 @@ class Bridge:
         while True:
             delivery = await waiting.receive(_RECEIVE_S)
             if delivery is None:
-                self._check_alive()
+                self._check_alive(waiting)
                 continue
             message = forwardable(delivery.message, sf_queue, self.manager.node_id)
             if message is None:
@@ -210,28 +209,35 @@ class Bridge:
                 await producer.send(message)
             await waiting.individual_acknowledge(delivery)
 
-    def _check_alive(self) -> None:
+    def _check_alive(self, consumer: Consumer) -> None:
+        """After a receive that timed out, or returned at once because the consumer is closed."""
         for connection in self._connections:
             failure = connection.failure
             if failure is not None:
                 raise failure
+        if consumer.core.closed:
+            raise ConnectionFailed("the bridge's consumer was closed", int(ExceptionType.DISCONNECTED))
 
     def _identify(self, remote: Connection) -> str:
-        """The other node's ID: the topology member whose connector is the one connected to."""
-        members = remote.core.topology
-        for member in members.values():
-            found = connector_of(member.live) if member.live is not None else None
-            if found is not None and (found.host, found.port) == (self.peer.host, self.peer.port):
-                return member.node_id
-        if len(members) == 1:
-            return next(iter(members))
-        raise ValueError(f"cannot tell which of {sorted(members)} is the node at {self.peer.url}")
+        return identify(remote, self.peer)
 
     async def _drop(self) -> None:
         connections, self._connections = self._connections, []
         for connection in connections:
             with contextlib.suppress(ClientError, OSError, TimeoutError):
                 await asyncio.wait_for(connection.close(), 5.0)
+
+
+def identify(remote: Connection, peer: Peer) -> str:
+    """The ID of the node connected to: the topology member whose connector is ``peer``'s."""
+    members = remote.core.topology
+    for member in members.values():
+        found = connector_of(member.live) if member.live is not None else None
+        if found is not None and (found.host, found.port) == (peer.host, peer.port):
+            return member.node_id
+    if len(members) == 1:
+        return next(iter(members))
+    raise ValueError(f"cannot tell which of {sorted(members)} is the node at {peer.url}")
 
 
 async def _first_failure(*work: Coroutine[Any, Any, None]) -> None:
@@ -322,6 +328,7 @@ def cluster_role(config: BrokerConfig, node_id: str) -> ClusterRole | None:
         cc.name, node_id, connector_transport_configuration(own) if own is not None else None,
         LoadBalancing(cc.message_load_balancing.value), cc.max_hops, cc.address, config.cluster_user,
         config.cluster_password, config.id_cache_size,
+        config.ha_policy.scale_down.group_name if config.ha_policy.scale_down is not None else None,
         lambda address: config.address_settings_for(address).redistribution_delay,
     )  # fmt: skip
 
