@@ -2,13 +2,25 @@
 and an asyncio face over it.
 
 Sessions, producers with credits, consumers with window flow control, cumulative
-and individual acks, local transactions and the XA set.  The conformance issue
+and individual acks, local transactions and the XA set; a :class:`ServerLocator` balances
+its connections over the URL's connectors or the brokers' topology (Artemis's four
+load-balancing policies, ``reference.client._balance``).  The conformance issue
 grows it into a full ServerLocator (reconnect, reattach, failover).
 """
 
 from __future__ import annotations
 
-from ._aio import Connection, Consumer, FailoverEvent, Producer, Session, connect
+from ._aio import Connection, Consumer, FailoverEvent, Producer, ServerLocator, Session, connect
+from ._balance import (
+    FIRST_ELEMENT,
+    RANDOM,
+    RANDOM_STICKY,
+    ROUND_ROBIN,
+    Balancer,
+    InitialConnect,
+    LoadBalancingPolicy,
+    make_policy,
+)
 from ._calls import Call, CallQueue
 from ._connection import ClientConnectionCore, TopologyMember
 from ._discovery import DiscoveryReceiver, connector_of
@@ -28,6 +40,11 @@ from ._session import ConsumerCore, Delivery, ProducerCore, SessionCore, Session
 from ._settings import ClientSettings
 
 __all__ = [
+    "FIRST_ELEMENT",
+    "RANDOM",
+    "RANDOM_STICKY",
+    "ROUND_ROBIN",
+    "Balancer",
     "BrokerRefused",
     "Call",
     "CallQueue",
@@ -45,12 +62,15 @@ __all__ = [
     "DiscoveryReceiver",
     "FailoverEvent",
     "FailoverInterrupted",
+    "InitialConnect",
+    "LoadBalancingPolicy",
     "LocatorURL",
     "ObjectClosed",
     "Producer",
     "ProducerCore",
     "ProtocolViolation",
     "RetryLoop",
+    "ServerLocator",
     "Session",
     "SessionCore",
     "SessionOptions",
@@ -60,5 +80,6 @@ __all__ = [
     "connector_of",
     "connect",
     "intervals",
+    "make_policy",
     "parse_locator_url",
 ]

@@ -22,6 +22,7 @@ import asyncio
 import dataclasses
 import itertools
 import logging
+import random
 import time
 import uuid
 from collections.abc import Callable
@@ -45,17 +46,18 @@ from codec import (
     encode_message,
 )
 
+from ._balance import Balancer, InitialConnect, make_policy
 from ._calls import Call
-from ._connection import ClientConnectionCore
-from ._discovery import DiscoveryReceiver, discover
+from ._connection import ClientConnectionCore, TopologyMember
+from ._discovery import DiscoveryReceiver, connector_of, discover
 from ._errors import CallTimeout, ClientError, ConnectionFailed, ObjectClosed
-from ._locator import Connector, LocatorURL, RetryLoop, parse_locator_url
+from ._locator import Connector, LocatorURL, RetryLoop, intervals, parse_locator_url
 from ._session import ConsumerCore, Delivery, ProducerCore, SessionCore, SessionOptions
 from ._settings import ClientSettings
 
 LOG = logging.getLogger("reference.client")
 
-__all__ = ["Connection", "Consumer", "Producer", "Session", "connect"]
+__all__ = ["Connection", "Consumer", "Producer", "ServerLocator", "Session", "connect"]
 
 _session_numbers = itertools.count(1)
 
@@ -113,29 +115,69 @@ async def connect(url: str = "tcp://127.0.0.1:61616", *, settings: ClientSetting
     ``udp://group:port?localBindAddress=...`` discovers the connectors from broadcast groups first: it
     waits ``discoveryInitialWaitTimeout`` for a broadcast and raises :class:`ConnectionFailed` naming
     the group when none comes.
-    The initial connection tries the connectors round robin, ``initialConnectAttempts`` times each,
+    Each attempt of the initial connection goes where ``connectionLoadBalancingPolicyClassName`` says
+    (round robin from a random start by default), ``initialConnectAttempts`` times per connector,
     waiting ``retryInterval`` (backed off) between attempts.  After a failure the connection
     reconnects when ``reconnectAttempts`` is not 0 and reattaches (or recreates) its sessions.
+
+    A fresh :class:`ServerLocator` makes the connection; make one yourself to balance several connections.
     """
-    locator = parse_locator_url(url)
-    connection = Connection(locator, locator.settings(settings), clock, connect_timeout)
-    await connection._initial_connect()
-    return connection
+    return await ServerLocator(url, settings=settings, clock=clock, connect_timeout=connect_timeout).connect()
+
+
+class ServerLocator:
+    """Artemis's ServerLocator: one URL whose connections share a load-balancing policy and a topology.
+
+    ::
+
+        locator = ServerLocator("(tcp://a:61616,tcp://b:61616)?useTopologyForLoadBalancing=false")
+        first, second = await locator.connect(), await locator.connect()  # a, b or b, a (round robin)
+
+    The first connection goes to one of the URL's connectors (or the discovered ones); once a connection has
+    received the brokers' topology, later ones choose among its members unless ``useTopologyForLoadBalancing``
+    is false.  ``rng`` is the policy's random source (seed it to repeat the choices).
+    """
+
+    def __init__(self, url: str, *, settings: ClientSettings | None = None,
+                 clock: Callable[[], float] = time.monotonic, connect_timeout: float = 30.0,
+                 rng: random.Random | None = None) -> None:
+        self.url = parse_locator_url(url)
+        self.settings = self.url.settings(settings)
+        self.clock = clock
+        self.connect_timeout = connect_timeout
+        self.balancer: Balancer[Connector] = Balancer(
+            self.url.connectors, make_policy(self.settings.connection_load_balancing_policy_class_name, rng),
+            use_topology=self.settings.use_topology_for_load_balancing)
+
+    @property
+    def topology(self) -> dict[str, Connector]:
+        """The members learnt from the brokers (node ID -> live connector), in the order first learnt."""
+        return dict(self.balancer.members)
+
+    async def connect(self) -> Connection:
+        """A new connection (Artemis's ``createSessionFactory``), to the connector the policy chooses."""
+        connection = Connection(self.url, self.settings, self.clock, self.connect_timeout, self.balancer)
+        await connection._initial_connect()
+        return connection
 
 
 class Connection:
     """A connection to a broker that, when configured to, survives the loss of its TCP connection."""
 
     def __init__(self, locator: LocatorURL, settings: ClientSettings, clock: Callable[[], float],
-                 connect_timeout: float) -> None:
+                 connect_timeout: float, balancer: Balancer[Connector] | None = None) -> None:
         self.locator = locator
         self.settings = settings
         self.clock = clock
         self.connect_timeout = connect_timeout
         self.events: list[FailoverEvent] = []
-        #: The connectors tried, round robin: the URL's, or for udp:// those discovered while connecting.
+        #: Where the locator's policy chooses the connector from (shared by every connection of a locator).
+        self.balancer: Balancer[Connector] = balancer or Balancer(
+            locator.connectors, make_policy(settings.connection_load_balancing_policy_class_name),
+            use_topology=settings.use_topology_for_load_balancing)
+        #: The connectors the initial connection chose from: the URL's, those discovered, or the topology's.
         self.connectors: tuple[Connector, ...] = locator.connectors
-        self._connector_index = 0
+        self._connector: Connector | None = locator.connectors[0] if locator.connectors else None
         self.core = self._new_core()
         self._loop = asyncio.get_running_loop()
         self._transport: asyncio.Transport | None = None
@@ -150,7 +192,10 @@ class Connection:
 
     @property
     def connector(self) -> Connector:
-        return self.connectors[self._connector_index]
+        """The connector this connection uses (the one its last attempt went to)."""
+        if self._connector is None:
+            raise RuntimeError("the connection has not chosen a connector yet")
+        return self._connector
 
     @property
     def peer(self) -> str:
@@ -162,7 +207,26 @@ class Connection:
         core = ClientConnectionCore(self.settings, self.clock)
         core.keep_sessions = self.settings.reconnect_attempts != 0
         core.failure_listeners.append(lambda error: self._core_failed(core, error))
+        core.topology_listeners.append(self._topology_changed)
         return core
+
+    def _topology_changed(self, node_id: str, member: TopologyMember | None, last: bool) -> None:
+        """Every topology message of every connection feeds the locator's balancer, as in Artemis."""
+        if member is None:
+            self.balancer.node_down(node_id)
+            return
+        if member.live is None and member.backup is None:
+            # A broker outside a cluster names no connector: Artemis records the one the connection used.
+            connector = self._connector
+        else:
+            connector = connector_of(member.live) if member.live is not None else None
+        if connector is None:
+            LOG.warning("topology member %s has no TCP connector the client can use (%s); not balanced to",
+                        node_id, member.live)
+            if last:
+                self.balancer.received_topology = True
+            return
+        self.balancer.node_up(node_id, connector, last=last)
 
     def _record(self, kind: str, detail: str = "") -> None:
         event = FailoverEvent(kind, self.clock(), self.connector.url, detail)
@@ -189,31 +253,33 @@ class Connection:
         if self.locator.discovery is not None:
             discovery = await discover(self.locator.discovery, self.settings.initial_connect_attempts,
                                        clock=self.clock)
-            self.connectors = discovery.connectors
+            self.balancer.set_initial(discovery.connectors)
         try:
-            await self._connect_round_robin(discovery)
+            await self._connect_balanced(discovery)
         finally:
             if discovery is not None:
                 # Connected (a topology arrived) or given up: reconnection uses the connectors known now, as
                 # Artemis stops taking discovery results once it has a topology (notes §12.2).
                 discovery.close()
 
-    async def _connect_round_robin(self, discovery: DiscoveryReceiver | None) -> None:
-        loop = RetryLoop(self.settings, reconnect=False, connectors=len(self.connectors))
+    async def _connect_balanced(self, discovery: DiscoveryReceiver | None) -> None:
+        """Artemis's createSessionFactory: every attempt goes where the policy says, among the initial
+        connectors or the topology's members (then the other list once, when both are known)."""
+        attempt = InitialConnect(self.balancer, self.settings.initial_connect_attempts, intervals(self.settings))
         while True:
+            self.connectors = self.balancer.candidates(attempt.from_initial)
+            self._connector = attempt.next_connector()
             try:
                 await self._open(self.core)
                 return
             except (ConnectionRefusedError, ClientError) as exc:
                 self._drop_transport()
                 if discovery is not None and discovery.connectors:
-                    # Until a topology arrives, discovery results replace the connector list.
-                    self.connectors = discovery.connectors
-                    loop.connectors = len(self.connectors)
-                retry_at = loop.attempt_failed(self.clock())
+                    # Until a topology arrives, discovery results replace the initial connectors.
+                    self.balancer.set_initial(discovery.connectors)
+                retry_at = attempt.failed(self.clock())
                 if retry_at is None:
-                    raise ConnectionRefusedError(f"{exc} (gave up after {loop.failures} attempt(s))") from exc
-                self._connector_index = (self._connector_index + 1) % len(self.connectors)
+                    raise ConnectionRefusedError(f"{exc} (gave up after {attempt.failures} attempt(s))") from exc
                 self.core = self._new_core()
                 await asyncio.sleep(max(0.0, retry_at - self.clock()))
 

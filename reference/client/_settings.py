@@ -7,6 +7,8 @@ from typing import Any
 
 from codec import CURRENT_VERSION
 
+from ._balance import ROUND_ROBIN, check_policy_class_name
+
 __all__ = ["ClientSettings"]
 
 
@@ -44,6 +46,10 @@ class ClientSettings:
     initial_connect_attempts: int = 1
     #: How long a call waits while the connection is being re-established (-1 = forever).
     call_failover_timeout_ms: int = 30_000
+    # Client-side load balancing (spec 002 "Client-Side Load balancing"): which node each new connection of a
+    # locator goes to, and whether it chooses among the topology's members once it has received a topology.
+    connection_load_balancing_policy_class_name: str = ROUND_ROBIN
+    use_topology_for_load_balancing: bool = True
 
     def __post_init__(self) -> None:
         for name in ("call_timeout_ms", "topology_timeout_ms", "retry_interval_ms", "max_retry_interval_ms"):
@@ -57,6 +63,10 @@ class ClientSettings:
                      "initial_connect_attempts", "call_failover_timeout_ms"):
             if getattr(self, name) < -1:
                 raise ValueError(f"ClientSettings.{name} must be >= -1, got {getattr(self, name)}")
+        try:
+            check_policy_class_name(self.connection_load_balancing_policy_class_name)
+        except ValueError as exc:
+            raise ValueError(f"ClientSettings.connection_load_balancing_policy_class_name: {exc}") from None
 
     def with_params(self, params: dict[str, str]) -> ClientSettings:
         """Apply URL query parameters named as Artemis names them (``confirmationWindowSize=...``)."""
@@ -66,6 +76,12 @@ class ClientSettings:
             field_ = known.get(key)
             if field_ is None:
                 raise ValueError(f"unknown client parameter {key!r} (known: {', '.join(sorted(known))})")
+            if field_.name == "connection_load_balancing_policy_class_name":
+                try:
+                    changes[field_.name] = check_policy_class_name(text)
+                except ValueError as exc:
+                    raise ValueError(f"client parameter {key}: {exc}") from None
+                continue
             try:
                 changes[field_.name] = _PARSERS[str(field_.type)](text)
             except ValueError:

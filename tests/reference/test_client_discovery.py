@@ -311,7 +311,7 @@ def test_connect_round_robins_over_the_discovered_connectors() -> None:
             async with sender.periodically(dead, alive):
                 connection = await connect(url)
             async with connection:
-                # The dead node was discovered first and tried first; the retry went to the next one.
+                # Round robin (the default policy) from a random start: the dead node, when tried, was passed over.
                 assert connection.connectors == (Connector(LOOPBACK, dead_port), Connector(LOOPBACK, server.bound_port))
                 assert connection.connector == Connector(LOOPBACK, server.bound_port)
 
