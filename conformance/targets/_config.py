@@ -80,8 +80,11 @@ def render_broker_xml(topology: Topology, node: str, *, template_dir: Path = TEM
     dirs = {"journal": data / "journal", "bindings": data / "bindings", "paging": data / "paging",
             "large_messages": data / "large-messages"}
     peers: list[NodeSpec] = [n for n in topology.nodes if n.name != node]
+    cluster = topology.cluster
+    static_peers = list(cluster.static_targets(node, tuple(n.name for n in topology.nodes))) if cluster else []
     text = _environment(template_dir).get_template(BROKER_TEMPLATE).render(
-        node=spec, topology=topology, dirs=dirs, peers=peers, rules=_grouped_rules(topology.security)
+        node=spec, topology=topology, dirs=dirs, peers=peers, static_peers=static_peers,
+        cluster_password=cluster.password_of(node) if cluster else None, rules=_grouped_rules(topology.security)
     )
     try:
         etree.fromstring(text.encode("utf-8"), etree.XMLParser(resolve_entities=False, no_network=True))

@@ -170,9 +170,18 @@ class AddressSetting:
 
 @dataclass(frozen=True)
 class ClusterSpec:
-    """A symmetric cluster of every node: one ``<cluster-connection>`` per node reaching the
-    others through static connectors or through UDP discovery (broadcast + discovery groups).
-    A ``group_port`` of 0 is replaced by a free UDP port when the topology is resolved."""
+    """A cluster of every node: one ``<cluster-connection>`` per node reaching the others through
+    static connectors or through UDP discovery (broadcast + discovery groups).
+    A ``group_port`` of 0 is replaced by a free UDP port when the topology is resolved.
+
+    ``links=None`` is the symmetric cluster: every node's static connectors name every other node.
+    Otherwise node A's static connectors name only the B of each ``(A, B)`` link (a node with no
+    link of its own gets no ``<static-connectors>``), e.g. a chain ``(("node0", "node1"), ("node1",
+    "node2"))``; ``allow_direct_connections_only`` then keeps a node's bridges to those it names
+    (``<static-connectors allow-direct-connections-only="true">``), not to every node it learns
+    from the topology.  ``passwords`` gives some nodes a cluster password of their own
+    (``(node, password)`` pairs; the others use ``password``), for cases on mismatched credentials.
+    """
 
     name: str = "cluster"
     discovery: Literal["static", "udp"] = "static"
@@ -186,12 +195,42 @@ class ClusterSpec:
     group_port: int = 0
     broadcast_period_ms: int = 1000
     refresh_timeout_ms: int = 10000
+    links: tuple[tuple[str, str], ...] | None = None
+    allow_direct_connections_only: bool = False
+    passwords: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         _check(self.max_hops >= 0, "max_hops must be >= 0")
         _check(self.retry_interval_ms > 0 and self.broadcast_period_ms > 0 and self.refresh_timeout_ms > 0,
                "cluster intervals must be > 0")
         _check(0 <= self.group_port <= 65535, f"group_port {self.group_port} is not a port")
+        if self.links is not None:
+            _check(self.discovery == "static",
+                   "cluster links name static connectors: they need discovery='static', not 'udp'")
+            for link in self.links:
+                _check(len(link) == 2 and link[0] != link[1],
+                       f"cluster link {link!r} must be two different node names (from, to)")
+            _check(len(self.links) == len(set(self.links)), f"duplicate cluster links in {list(self.links)}")
+        if self.allow_direct_connections_only:
+            _check(self.discovery == "static",
+                   "allow_direct_connections_only restricts static connectors: it needs discovery='static'")
+        names = [name for name, _ in self.passwords]
+        _check(len(names) == len(set(names)), f"a node is given two cluster passwords in {names}")
+        for name, password in self.passwords:
+            _check("\n" not in password and "\r" not in password,
+                   f"the cluster password of node {name!r} holds a newline")
+
+    def static_targets(self, node: str, nodes: tuple[str, ...]) -> tuple[str, ...]:
+        """The nodes ``node``'s static connectors name, in topology order: every other node of
+        ``nodes`` without links, else the targets of its own links."""
+        if self.links is None:
+            return tuple(n for n in nodes if n != node)
+        targets = {b for a, b in self.links if a == node}
+        return tuple(n for n in nodes if n in targets)
+
+    def password_of(self, node: str) -> str:
+        """The cluster password ``node`` is configured with."""
+        return dict(self.passwords).get(node, self.password)
 
 
 @dataclass(frozen=True)
@@ -266,6 +305,13 @@ class Topology:
         _check(len(ports) == len(set(ports)), f"two nodes share a port in {ports}")
         addresses = [a.name for a in self.addresses]
         _check(len(addresses) == len(set(addresses)), f"duplicate addresses in {addresses}")
+        if self.cluster is not None:
+            known = set(names)
+            named = [n for link in self.cluster.links or () for n in link]
+            named += [n for n, _ in self.cluster.passwords]
+            unknown = sorted({n for n in named if n not in known})
+            _check(not unknown, f"the cluster names node(s) {', '.join(unknown)} that the topology does not have "
+                                f"(nodes: {', '.join(names)})")
 
     @classmethod
     def single(
@@ -292,6 +338,17 @@ class Topology:
         _check(template.port == 0 or count == 1, "nodes of a cluster cannot share the template's fixed port")
         specs = tuple(dataclasses.replace(template, name=f"node{i}", data_dir=None) for i in range(count))
         return cls(specs, cluster=cluster or ClusterSpec())
+
+    @classmethod
+    def chain_of(cls, count: int, cluster: ClusterSpec | None = None, *, like: NodeSpec | None = None) -> Topology:
+        """``count`` nodes in a chain ``node0 -> node1 -> ...``: each node's static connector names the
+        next node only, with allow-direct-connections-only, so bridges run one way along the chain (the
+        clusters chapter's "Chain cluster").  ``cluster`` gives everything else (max-hops, balancing)."""
+        _check(count >= 2, "a chain needs at least two nodes")
+        links = tuple((f"node{i}", f"node{i + 1}") for i in range(count - 1))
+        spec = dataclasses.replace(cluster or ClusterSpec(), discovery="static", links=links,
+                                   allow_direct_connections_only=True)
+        return cls.cluster_of(count, spec, like=like)
 
     def node(self, name: str) -> NodeSpec:
         for spec in self.nodes:

@@ -25,9 +25,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from codec import CoreMessage, PropertyType, PropertyValue, RoutingType, TransportConfiguration, TypedProperties
+from codec import CoreMessage, PropertyType, PropertyValue, TransportConfiguration, TypedProperties
 
-from ._model import ROUTING_TYPE_KEY, Queue, stable_id
+from ._model import Queue, stable_id
+from ._selector import compile_selector
 
 __all__ = [
     "BRIDGE_DUP_KEY",
@@ -149,6 +150,8 @@ class RemoteBinding:
     filter_string: str | None = None
     consumers: int = 0
     connected: bool = True
+    #: one entry per remote consumer: its filter (``None``: it takes everything)
+    consumer_filters: list[str | None] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -269,8 +272,11 @@ class ClusterState:
             del self.remote[key]
         elif note.kind == "CONSUMER_CREATED":
             binding.consumers += 1
+            binding.consumer_filters.append(note.filter_string)
         elif note.kind == "CONSUMER_CLOSED":
             binding.consumers = max(0, binding.consumers - 1)
+            if note.filter_string in binding.consumer_filters:
+                binding.consumer_filters.remove(note.filter_string)
         return binding
 
     def consuming(self, queue: Queue) -> list[RemoteBinding]:
@@ -289,7 +295,6 @@ class ClusterState:
         """One binding per routing name (notes §4): the local queues chosen, and per store-and-forward
         queue the remote IDs the message must reach through it."""
         lb = self.role.load_balancing
-        hint = message.properties.get(ROUTING_TYPE_KEY) if message.properties else None
         groups: dict[str, list[Queue | RemoteBinding]] = {}
         for queue in local:
             groups.setdefault(queue.name, []).append(queue)
@@ -298,7 +303,7 @@ class ClusterState:
         chosen_local: list[Queue] = []
         forwards: dict[str, list[int]] = {}
         for name, group in groups.items():
-            pick = self._next(self._positions.setdefault((address, name), _Group()), group, lb, hint)
+            pick = self._next(self._positions.setdefault((address, name), _Group()), group, lb, message)
             if isinstance(pick, Queue):
                 chosen_local.append(pick)
             elif pick is not None:
@@ -306,32 +311,36 @@ class ClusterState:
         return chosen_local, forwards
 
     @staticmethod
-    def _matches(binding: Queue | RemoteBinding, lb: LoadBalancing, hint: PropertyValue | None) -> bool:
+    def _matches(binding: Queue | RemoteBinding, lb: LoadBalancing, message: CoreMessage) -> bool:
         if isinstance(binding, Queue):
             return True
-        if lb in (LoadBalancing.OFF, LoadBalancing.OFF_WITH_REDISTRIBUTION) and hint != RoutingType.MULTICAST:
+        if lb in (LoadBalancing.OFF, LoadBalancing.OFF_WITH_REDISTRIBUTION):
+            # as documented (and as Artemis up to 2.28): OFF never forwards.  Artemis 2.29+ (ARTEMIS-4196)
+            # lets MULTICAST-typed messages reach remote queues; docs/conformance-results.md records it
             return False
-        # a remote queue's filter would need a selector engine, which the reference broker lacks: such a
-        # binding is never chosen rather than fed messages its filter may refuse
-        return binding.filter_string is None
+        return binding.filter_string is None or compile_selector(binding.filter_string)(message)
 
     @staticmethod
-    def _high_priority(binding: Queue | RemoteBinding, lb: LoadBalancing) -> bool:
+    def _high_priority(binding: Queue | RemoteBinding, lb: LoadBalancing, message: CoreMessage) -> bool:
+        """Whether a consumer there would take the message (its filter, if any, selects it)."""
         if isinstance(binding, Queue):
-            return any(not c.browse_only for c in binding.consumers)
-        return binding.consumers > 0 and lb != LoadBalancing.OFF
+            return any(not c.browse_only and c.accepts(message) for c in binding.consumers)
+        if binding.consumers <= 0 or lb == LoadBalancing.OFF:
+            return False
+        return not binding.consumer_filters or any(f is None or compile_selector(f)(message)
+                                                   for f in binding.consumer_filters)
 
     def _next(self, state: _Group, group: list[Queue | RemoteBinding], lb: LoadBalancing,
-              hint: PropertyValue | None) -> Queue | RemoteBinding | None:
+              message: CoreMessage) -> Queue | RemoteBinding | None:
         size = len(group)
         fallback: Queue | RemoteBinding | None = None
         for step in range(size):
             index = (state.position + step) % size
             binding = group[index]
-            if not self._matches(binding, lb, hint):
+            if not self._matches(binding, lb, message):
                 continue
             connected = isinstance(binding, Queue) or binding.connected
-            if size == 1 or (connected and (lb == LoadBalancing.STRICT or self._high_priority(binding, lb))):
+            if size == 1 or (connected and (lb == LoadBalancing.STRICT or self._high_priority(binding, lb, message))):
                 state.position = (index + 1) % size
                 return binding
             if fallback is None or (lb == LoadBalancing.ON_DEMAND and isinstance(binding, Queue)
@@ -366,14 +375,19 @@ class ClusterState:
 
     # ------------------------------------------------------------------ what this node tells the others
 
-    def notes_for_queue(self, queue: Queue, kind: str) -> Iterator[Notification]:
+    def notes_for_queue(self, queue: Queue, kind: str, consumer_filter: str | None = None) -> Iterator[Notification]:
+        """A change of a local queue; a consumer's notification carries the consumer's filter, a binding's the
+        queue's."""
         if self._announced(queue):
+            filter_string = consumer_filter if kind.startswith("CONSUMER") else queue.filter_string
             yield Notification(kind, queue.address, queue.name, queue.name + self.role.node_id, 0, queue.binding_id,
-                               queue.filter_string, len(queue.consumers))
+                               filter_string, len(queue.consumers))
 
-    def notes_for_remote(self, binding: RemoteBinding, kind: str) -> Notification:
+    def notes_for_remote(self, binding: RemoteBinding, kind: str,
+                         consumer_filter: str | None = None) -> Notification:
+        filter_string = consumer_filter if kind.startswith("CONSUMER") else binding.filter_string
         return Notification(kind, binding.address, binding.routing_name, binding.cluster_name, binding.distance,
-                            binding.binding_id, binding.filter_string, binding.consumers)
+                            binding.binding_id, filter_string, binding.consumers)
 
     def snapshot(self, queues: Iterable[Queue]) -> list[Notification]:
         """Everything a new bridge must hear: every binding, then one CONSUMER_CREATED per consumer."""
@@ -382,11 +396,12 @@ class ClusterState:
         for queue in queues:
             for note in self.notes_for_queue(queue, "BINDING_ADDED"):
                 added.append(note)
-                consumers.extend([Notification("CONSUMER_CREATED", note.address, note.routing_name, note.cluster_name,
-                                               0, note.binding_id, note.filter_string)] * len(queue.consumers))
+                consumers.extend(Notification("CONSUMER_CREATED", note.address, note.routing_name, note.cluster_name,
+                                              0, note.binding_id, c.filter_string)
+                                 for c in queue.consumers if not c.browse_only)
         for binding in self.remote.values():
             added.append(self.notes_for_remote(binding, "BINDING_ADDED"))
-            consumers.extend([self.notes_for_remote(binding, "CONSUMER_CREATED")] * binding.consumers)
+            consumers.extend(self.notes_for_remote(binding, "CONSUMER_CREATED", f) for f in binding.consumer_filters)
         return added + consumers
 
     @staticmethod

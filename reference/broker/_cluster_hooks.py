@@ -108,8 +108,8 @@ class ClusterHooks:
 
     # ------------------------------------------------------------------ notifications out
 
-    def queue_changed(self, queue: Queue, kind: str) -> None:
-        self._emit(self.state.notes_for_queue(queue, kind))
+    def queue_changed(self, queue: Queue, kind: str, consumer_filter: str | None = None) -> None:
+        self._emit(self.state.notes_for_queue(queue, kind, consumer_filter))
         if kind in ("CONSUMER_CREATED", "CONSUMER_CLOSED"):
             self._consumers_changed(queue)
         elif kind == "BINDING_REMOVED":
@@ -252,7 +252,7 @@ class ClusterHooks:
         elif note.kind == "BINDING_REMOVED":
             self._emit([self.state.notes_for_remote(changed, "BINDING_REMOVED")])
         elif note.kind in ("CONSUMER_CREATED", "CONSUMER_CLOSED"):
-            self._emit([self.state.notes_for_remote(changed, note.kind)])
+            self._emit([self.state.notes_for_remote(changed, note.kind, note.filter_string)])
             local = self.sessions.post_office.queues.get(changed.routing_name)
             if note.kind == "CONSUMER_CREATED" and local is not None and local.address == changed.address:
                 self._consumers_changed(local)

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from codec import CoreMessage, RoutingType
 
+from ._selector import compile_selector
+
 if TYPE_CHECKING:
     from ._session import Consumer
 
@@ -79,6 +81,10 @@ class Queue:
     def __post_init__(self) -> None:
         if not self.binding_id:
             self.binding_id = stable_id(f"queue:{self.name}")
+
+    def accepts(self, message: CoreMessage) -> bool:
+        """Whether the queue's filter selects the message (no filter selects everything)."""
+        return self.filter_string is None or compile_selector(self.filter_string)(message)
 
     @property
     def message_count(self) -> int:
@@ -154,7 +160,7 @@ class PostOffice:
         if address is None:
             return []
         hint = message.properties.get(ROUTING_TYPE_KEY) if message.properties else None
-        return [q for q in address.queues.values() if hint is None or q.routing_type == hint]
+        return [q for q in address.queues.values() if (hint is None or q.routing_type == hint) and q.accepts(message)]
 
     def route(self, message: CoreMessage, address_name: str) -> list[Queue]:
         """The local queues a message sent to ``address_name`` goes to: one anycast queue
@@ -163,8 +169,9 @@ class PostOffice:
         if address is None:
             return []
         hint = message.properties.get(ROUTING_TYPE_KEY) if message.properties else None
-        anycast = [q for q in address.queues.values() if q.routing_type == RoutingType.ANYCAST]
-        multicast = [q for q in address.queues.values() if q.routing_type == RoutingType.MULTICAST]
+        anycast = [q for q in address.queues.values() if q.routing_type == RoutingType.ANYCAST and q.accepts(message)]
+        multicast = [q for q in address.queues.values()
+                     if q.routing_type == RoutingType.MULTICAST and q.accepts(message)]
         targets: list[Queue] = []
         if anycast and hint != RoutingType.MULTICAST:
             targets.append(anycast[address.anycast_turn % len(anycast)])

@@ -10,6 +10,7 @@ from codec import CoreMessage, Xid
 
 from .._window import ReceiveWindow, SendWindow
 from ._model import MessageRef, Queue
+from ._selector import compile_selector
 
 if TYPE_CHECKING:
     from ._connection import Connection
@@ -34,6 +35,10 @@ class Consumer:
 
     def has_credit(self) -> bool:
         return self.credits == -1 or self.credits > 0
+
+    def accepts(self, message: CoreMessage) -> bool:
+        """Whether the consumer's filter selects the message (no filter selects everything)."""
+        return self.filter_string is None or compile_selector(self.filter_string)(message)
 
 
 @dataclass(eq=False)

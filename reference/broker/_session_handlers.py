@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,7 @@ from codec import (
 from ._cluster import MANAGEMENT_ADDRESS, ROUTE_TO_KEY
 from ._errors import BrokerError
 from ._model import ROUTING_TYPE_KEY, MessageRef, PostOffice, Queue, split_fqqn
+from ._selector import SelectorError, compile_selector
 from ._session import Consumer, Session, Transaction
 from ._xa import XA_ANSWERED, XAHandlers
 
@@ -277,9 +279,10 @@ class SessionHandlers:
         for queue in queues:
             if queue.name in self.post_office.queues:
                 continue  # recovered from the journal, or declared twice
-            if queue.filter_string:
-                problems.append(f"queue {queue.name}: filter {queue.filter_string!r} needs selectors, "
-                                "which the reference broker does not implement; queue not created")
+            try:
+                self._check_filter(queue.filter_string)
+            except BrokerError as exc:
+                problems.append(f"queue {queue.name}: {exc}; queue not created")
                 continue
             self.add_queue(queue)
         return problems
@@ -346,9 +349,10 @@ class SessionHandlers:
     @staticmethod
     def _check_filter(filter_string: str | None) -> None:
         if filter_string:
-            # Selectors are not implemented yet: refuse rather than deliver unfiltered.
-            raise BrokerError(ExceptionType.INVALID_FILTER_EXPRESSION,
-                              f"filters are not supported by the reference broker yet: {filter_string!r}")
+            try:
+                compile_selector(filter_string)
+            except SelectorError as exc:
+                raise BrokerError(ExceptionType.INVALID_FILTER_EXPRESSION, f"AMQ229042: Invalid filter: {exc}") from exc
 
     def _queue_query(self, session: Session, packet: SessionQueueQueryMessage) -> Packet:
         return self.queue_query_response(session, packet.queue_name)
@@ -383,6 +387,8 @@ class SessionHandlers:
         address = self.post_office.addresses.get(packet.address)
         exists = address is not None
         names = tuple(address.queues) if address is not None else ()
+        if self.cluster is not None:  # as Artemis: remote queues too, by their cluster name (queue name + node ID)
+            names += tuple(b.cluster_name for b in self.cluster.state.remote_on(packet.address))
         version = session.connection.version
         common: dict[str, Any] = {"exists": exists, "queue_names": names}
         if version == 0 or version >= 129:
@@ -416,7 +422,7 @@ class SessionHandlers:
         session.consumers[packet.consumer_id] = consumer
         queue.consumers.append(consumer)
         if self.cluster is not None and not consumer.browse_only:
-            self.cluster.queue_changed(queue, "CONSUMER_CREATED")
+            self.cluster.queue_changed(queue, "CONSUMER_CREATED", consumer.filter_string)
         return self.queue_query_response(session, queue.name) if packet.requires_response else None
 
     def _flow_credit(self, session: Session, packet: SessionConsumerFlowCreditMessage) -> Packet | None:
@@ -456,6 +462,10 @@ class SessionHandlers:
         for consumer in queue.consumers:
             if consumer.browse_only:
                 self._browse(consumer)
+        consumers = [c for c in queue.consumers if not c.browse_only]
+        if any(c.filter_string for c in consumers):
+            self._deliver_filtered(queue, consumers)
+            return
         while queue.ready:
             consumers = [c for c in queue.consumers if not c.browse_only]
             count = len(consumers)
@@ -471,6 +481,27 @@ class SessionHandlers:
                 return
             ref = queue.ready.popleft()
             self._hand_over(chosen, ref)
+
+    def _deliver_filtered(self, queue: Queue, consumers: list[Consumer]) -> None:
+        """Round robin over the consumers whose filter selects each message; a message no ready consumer
+        selects keeps its place for later."""
+        count = len(consumers)
+        kept: deque[MessageRef] = deque()
+        while queue.ready:
+            ready = [c for c in consumers if c.session.started and c.session.detached_at is None and c.has_credit()]
+            if not ready:
+                break
+            ref = queue.ready.popleft()
+            for step in range(count):
+                candidate = consumers[(queue.next_consumer + step) % count]
+                if candidate in ready and candidate.accepts(ref.message):
+                    queue.next_consumer = (queue.next_consumer + step + 1) % count
+                    self._hand_over(candidate, ref)
+                    break
+            else:
+                kept.append(ref)
+        kept.extend(queue.ready)
+        queue.ready = kept
 
     def _hand_over(self, consumer: Consumer, ref: MessageRef) -> None:
         ref.delivery_count += 1
@@ -489,6 +520,8 @@ class SessionHandlers:
         while consumer.browse_position < len(ready) and consumer.has_credit() and session.started:
             ref = ready[consumer.browse_position]
             consumer.browse_position += 1
+            if not consumer.accepts(ref.message):
+                continue
             frame = self.core.send(session.connection, session.channel_id,
                                    SessionReceiveMessage(ref.message, consumer.consumer_id, ref.delivery_count + 1),
                                    session)
@@ -523,7 +556,7 @@ class SessionHandlers:
         if consumer in consumer.queue.consumers:
             consumer.queue.consumers.remove(consumer)
             if self.cluster is not None and not consumer.browse_only:
-                self.cluster.queue_changed(consumer.queue, "CONSUMER_CLOSED")
+                self.cluster.queue_changed(consumer.queue, "CONSUMER_CLOSED", consumer.filter_string)
         consumer.session.consumers.pop(consumer.consumer_id, None)
         self.dirty.add(consumer.queue)
 

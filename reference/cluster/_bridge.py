@@ -12,8 +12,8 @@ credentials (docs/notes/cluster-wire.md §2):
 
 When the connection fails the bridge retries with the cluster connection's retry-interval,
 multiplier, maximum and reconnect-attempts (initial-connect-attempts before the first success).
-A refused cluster password (exception 212) stops every bridge of the node, as Artemis stops its
-cluster manager.
+A refused cluster password (exception 212) ends that bridge only (Artemis stops the node's whole
+cluster manager, which can end clustering between nodes that share the password).
 """
 
 from __future__ import annotations
@@ -116,10 +116,10 @@ class Bridge:
             try:
                 await self._session()
             except ClusterSecurityRefused as exc:
-                LOG.error("cluster credentials refused: the node stops clustering (as Artemis stops its cluster "
-                          "manager); check cluster-user and cluster-password", extra={"peer": self.peer.url,
-                                                                                     "reason": str(exc)})
-                self.manager.security_refused()
+                # Artemis stops the node's whole cluster manager here, which can take clustering down between
+                # nodes that do share the password; the reference broker gives up on that node only
+                LOG.error("cluster credentials refused: no bridge to this node; check cluster-user and "
+                          "cluster-password", extra={"peer": self.peer.url, "reason": str(exc)})
                 return
             except (ClientError, OSError, ValueError) as exc:
                 LOG.info("bridge connection failed", extra={"peer": self.peer.url, "reason": str(exc)})
@@ -265,7 +265,6 @@ class ClusterManager:
         self.bridges: dict[tuple[str, int], Bridge] = {}
         self.stopped = False
         self.unsubscribe: Callable[[], None] = lambda: None
-        self._stopping: set[asyncio.Task[None]] = set()
 
     @property
     def node_id(self) -> str:
@@ -296,16 +295,6 @@ class ClusterManager:
     def heard(self, node_id: str, properties: Mapping[str, PropertyValue]) -> None:
         self.hooks.heard(node_id, properties)
         self.flush()
-
-    def security_refused(self) -> None:
-        """Every bridge stops (the one reporting it returns by itself)."""
-        self.stopped = True
-        current = asyncio.current_task()
-        for bridge in self.bridges.values():
-            if bridge._task is not current:
-                task = asyncio.get_running_loop().create_task(bridge.stop())
-                self._stopping.add(task)
-                task.add_done_callback(self._stopping.discard)
 
     async def stop(self) -> None:
         self.stopped = True

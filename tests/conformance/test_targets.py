@@ -123,6 +123,7 @@ TOPOLOGIES = {
     ),
     "static-cluster-of-3": Topology.cluster_of(3),
     "udp-cluster-of-3": Topology.cluster_of(3, ClusterSpec(discovery="udp", message_load_balancing="STRICT")),
+    "chain-of-3": Topology.chain_of(3, ClusterSpec(max_hops=2, passwords=(("node2", "odd-one-out"),))),
 }
 
 
@@ -152,9 +153,12 @@ def test_rendered_config_is_read_by_the_reference_broker_without_warnings(name: 
             [cluster] = config.cluster_connections
             assert cluster.connector_ref == node.name
             assert cluster.message_load_balancing.value == topology.cluster.message_load_balancing
-            peers = sorted(n.name for n in topology.nodes if n is not node)
+            peers = sorted(topology.cluster.static_targets(node.name, tuple(n.name for n in topology.nodes)))
+            assert config.cluster_password == topology.cluster.password_of(node.name)
             if topology.cluster.discovery == "static":
                 assert sorted(cluster.static_connectors) == peers
+                assert cluster.allow_direct_connections_only is (topology.cluster.allow_direct_connections_only
+                                                                  and bool(peers))
             else:
                 assert cluster.discovery_group_ref is not None
                 assert config.broadcast_groups[0].group_port == topology.cluster.group_port
@@ -189,6 +193,50 @@ def test_users_file_escapes_what_java_properties_would_misread(tmp_path: Path) -
     assert entries == {"we:ird=name": " lead\\ing€"}
 
 
+def test_chain_renders_one_way_static_connectors_with_direct_connections_only(tmp_path: Path) -> None:
+    topology = _resolved(Topology.chain_of(3, ClusterSpec(max_hops=2, passwords=(("node2", "odd"),))), tmp_path)
+    ns = {"c": "urn:activemq:core"}
+    for node, targets in (("node0", ["node1"]), ("node1", ["node2"]), ("node2", [])):
+        core = etree.fromstring(render_broker_xml(topology, node).encode()).find("c:core", ns)
+        assert core is not None
+        [connection] = core.findall("c:cluster-connections/c:cluster-connection", ns)
+        assert connection.findtext("c:max-hops", namespaces=ns) == "2"
+        static = connection.find("c:static-connectors", ns)
+        if targets:
+            assert static is not None
+            assert static.get("allow-direct-connections-only") == "true"
+            assert [e.text for e in static.findall("c:connector-ref", ns)] == targets
+        else:
+            assert static is None  # the XSD needs at least one connector-ref: the chain's end names nobody
+        assert core.findtext("c:cluster-password", namespaces=ns) == ("odd" if node == "node2" else "cluster-secret")
+        # every node still has a connector for each node (its own is the cluster connection's connector-ref)
+        assert len(core.findall("c:connectors/c:connector", ns)) == 3
+
+
+def test_symmetric_cluster_names_every_peer_without_the_direct_only_attribute(tmp_path: Path) -> None:
+    topology = _resolved(Topology.cluster_of(3), tmp_path)
+    ns = {"c": "urn:activemq:core"}
+    core = etree.fromstring(render_broker_xml(topology, "node1").encode()).find("c:core", ns)
+    assert core is not None
+    static = core.find("c:cluster-connections/c:cluster-connection/c:static-connectors", ns)
+    assert static is not None
+    assert static.get("allow-direct-connections-only") is None
+    assert [e.text for e in static.findall("c:connector-ref", ns)] == ["node0", "node2"]
+
+
+def test_cluster_links_choose_static_targets() -> None:
+    spec = ClusterSpec(links=(("b", "a"), ("b", "c"), ("c", "a")))
+    assert spec.static_targets("b", ("a", "b", "c")) == ("a", "c")
+    assert spec.static_targets("a", ("a", "b", "c")) == ()
+    assert ClusterSpec().static_targets("b", ("a", "b", "c")) == ("a", "c")
+    assert ClusterSpec(passwords=(("b", "x"),)).password_of("b") == "x"
+    assert ClusterSpec(passwords=(("b", "x"),)).password_of("a") == "cluster-secret"
+    chain = Topology.chain_of(4).cluster
+    assert chain is not None
+    assert chain.links == (("node0", "node1"), ("node1", "node2"), ("node2", "node3"))
+    assert chain.allow_direct_connections_only
+
+
 def test_render_needs_a_resolved_topology() -> None:
     with pytest.raises(ValueError, match="resolved"):
         render_broker_xml(Topology(), "node0")
@@ -219,6 +267,14 @@ def test_resolve_picks_distinct_ports_and_keeps_fixed_ones(tmp_path: Path) -> No
         (lambda: User("a,b", "p"), "user name"),
         (lambda: SecurityRule("#", "sendd", ("amq",)), "unknown permission"),
         (lambda: AddressSpec("a", ("anycast",), (QueueSpec("q", routing="multicast"),)), "is multicast"),
+        (lambda: ClusterSpec(discovery="udp", links=(("node0", "node1"),)), "need discovery='static'"),
+        (lambda: ClusterSpec(discovery="udp", allow_direct_connections_only=True), "needs discovery='static'"),
+        (lambda: ClusterSpec(links=(("node0", "node0"),)), "two different node names"),
+        (lambda: ClusterSpec(links=(("node0", "node1"), ("node0", "node1"))), "duplicate cluster links"),
+        (lambda: ClusterSpec(passwords=(("node0", "a"), ("node0", "b"))), "two cluster passwords"),
+        (lambda: Topology.cluster_of(2, ClusterSpec(links=(("node0", "node7"),))), "node7 that the topology"),
+        (lambda: Topology.cluster_of(2, ClusterSpec(passwords=(("nodeX", "p"),))), "nodeX that the topology"),
+        (lambda: Topology.chain_of(1), "at least two nodes"),
     ],
 )
 def test_topology_refuses_what_no_broker_could_run(make: Any, message: str) -> None:

@@ -37,13 +37,14 @@ def _added(node: str, queue: str = "orders", address: str = "orders", distance: 
     return Notification("BINDING_ADDED", address, queue, queue + node, distance, binding_id=hash(node) & 0xFFFF)
 
 
-def _consumer(node: str, queue: str = "orders", kind: str = "CONSUMER_CREATED") -> Notification:
-    return Notification(kind, "orders", queue, queue + node, 0)
+def _consumer(node: str, queue: str = "orders", kind: str = "CONSUMER_CREATED",
+              filter_string: str | None = None) -> Notification:
+    return Notification(kind, "orders", queue, queue + node, 0, filter_string=filter_string)
 
 
 def _local(name: str = "orders", consumers: int = 0) -> Queue:
     queue = Queue(name, "orders", RoutingType.ANYCAST, durable=True)
-    queue.consumers.extend([SimpleNamespace(browse_only=False)] * consumers)  # type: ignore[list-item]
+    queue.consumers.extend([SimpleNamespace(browse_only=False, accepts=lambda _m: True)] * consumers)  # type: ignore[list-item]
     return queue
 
 
@@ -94,6 +95,26 @@ def test_on_demand_keeps_messages_local_until_a_remote_queue_has_a_consumer() ->
     assert _picks(state, [_local()], 2) == ["local"] * 2
 
 
+def test_on_demand_sends_a_remote_consumer_only_what_its_filter_selects() -> None:
+    state = _state()
+    state.apply(B, _added(B))
+    state.apply(B, _consumer(B, filter_string="color = 'red'"))
+    red = CoreMessage(properties=TypedProperties.of(color="red"))
+    blue = CoreMessage(properties=TypedProperties.of(color="blue"))
+    assert _picks(state, [_local()], 2, red) == ["2", "2"]
+    assert _picks(state, [_local()], 2, blue) == ["local", "local"]
+    state.apply(B, _consumer(B, kind="CONSUMER_CLOSED", filter_string="color = 'red'"))
+    assert state.remote[next(iter(state.remote))].consumer_filters == []
+
+
+def test_a_remote_queue_filter_decides_whether_it_may_be_chosen() -> None:
+    state = _state(LoadBalancing.STRICT)
+    state.apply(B, Notification("BINDING_ADDED", "orders", "orders", "orders" + B, 0, 5, "color = 'red'"))
+    assert _picks(state, [_local()], 2, CoreMessage(properties=TypedProperties.of(color="blue"))) == ["local"] * 2
+    assert sorted(_picks(state, [_local()], 2, CoreMessage(properties=TypedProperties.of(color="red")))) == [
+        "2", "local"]
+
+
 def test_a_name_known_only_remotely_is_forwarded_even_without_consumers() -> None:
     state = _state()
     state.apply(B, _added(B))
@@ -102,14 +123,15 @@ def test_a_name_known_only_remotely_is_forwarded_even_without_consumers() -> Non
 
 
 @pytest.mark.parametrize("lb", [LoadBalancing.OFF, LoadBalancing.OFF_WITH_REDISTRIBUTION])
-def test_off_modes_forward_only_multicast_typed_messages(lb: LoadBalancing) -> None:
+def test_off_modes_never_forward_whatever_the_routing_type(lb: LoadBalancing) -> None:
     state = _state(lb)
     state.apply(B, _added(B))
     state.apply(B, _consumer(B))
     assert _picks(state, [_local()], 3) == ["local"] * 3
     assert _picks(state, [], 1) == []
     multicast = CoreMessage(properties=TypedProperties.typed(("_AMQ_ROUTING_TYPE", PropertyType.BYTE, 0)))
-    assert _picks(state, [], 1, multicast) == ["2"]
+    assert _picks(state, [_local()], 2, multicast) == ["local"] * 2
+    assert _picks(state, [], 1, multicast) == []
 
 
 def test_a_disconnected_remote_binding_is_skipped_while_another_binding_exists() -> None:
