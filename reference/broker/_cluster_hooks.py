@@ -104,7 +104,10 @@ class ClusterHooks:
 
     def duplicate(self, message: CoreMessage) -> bool:
         dup = message.properties.get(BRIDGE_DUP_KEY) if message.properties else None
-        return isinstance(dup, bytes) and self.state.duplicate(dup)
+        if isinstance(dup, bytes) and self.state.duplicate(dup):
+            LOG.info("a bridge resent a message already routed; dropped", extra={"dup_id": dup.hex()})
+            return True
+        return False
 
     # ------------------------------------------------------------------ notifications out
 

@@ -201,6 +201,14 @@ class Connection:
     def peer(self) -> str:
         return f"{self.connector.host}:{self.connector.port}"
 
+    @property
+    def local_port(self) -> int | None:
+        """The local TCP port of the current socket (``None`` while there is none)."""
+        if self._transport is None:
+            return None
+        name = self._transport.get_extra_info("sockname")
+        return int(name[1]) if name else None
+
     # ------------------------------------------------------------------ connecting
 
     def _new_core(self) -> ClientConnectionCore:
