@@ -238,6 +238,12 @@ class ClusterHooks:
     def node_down(self, node_id: str) -> None:
         self.state.connected(node_id, False)
 
+    def node_left(self, node_id: str) -> None:
+        """The node stopped (it said DISCONNECT): its queues are no longer choices; what waits for it in its
+        store-and-forward queue stays there for when it comes back."""
+        for binding in self.state.reset(node_id):
+            self._emit([self.state.notes_for_remote(binding, "BINDING_REMOVED")])
+
     def heard(self, via: str, properties: Mapping[str, PropertyValue]) -> None:
         """A notification message from the node ``via`` (its bridge's notification consumer)."""
         if properties.get(RESET_KEY) is True:

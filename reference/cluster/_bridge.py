@@ -123,6 +123,11 @@ class Bridge:
                 return
             except (ClientError, OSError, ValueError) as exc:
                 LOG.info("bridge connection failed", extra={"peer": self.peer.url, "reason": str(exc)})
+                if self.node_id is not None and isinstance(exc, ConnectionFailed) \
+                        and exc.code == ExceptionType.DISCONNECTED:
+                    # the node said DISCONNECT (it is stopping): as Artemis, its queues are forgotten rather than
+                    # kept as disconnected choices; they come back with the node
+                    self.manager.node_left(self.node_id)
             finally:
                 await self._drop()
             connected_before = connected_before or self._up
@@ -290,6 +295,10 @@ class ClusterManager:
 
     def node_down(self, node_id: str) -> None:
         self.hooks.node_down(node_id)
+        self.flush()
+
+    def node_left(self, node_id: str) -> None:
+        self.hooks.node_left(node_id)
         self.flush()
 
     def heard(self, node_id: str, properties: Mapping[str, PropertyValue]) -> None:

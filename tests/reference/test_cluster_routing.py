@@ -299,3 +299,18 @@ def test_no_redistribution_when_the_delay_is_minus_one_or_a_local_consumer_is_ba
     queue.consumers.append(SimpleNamespace(browse_only=False))  # type: ignore[arg-type]
     delayed.session.cluster.queue_changed(queue, "CONSUMER_CREATED")
     assert delayed.session.cluster.next_deadline() is None
+
+
+def test_a_node_that_left_is_no_longer_a_choice_but_its_waiting_messages_stay() -> None:
+    core = _clustered_core(LoadBalancing.ON_DEMAND)
+    sessions = core.session
+    assert sessions.cluster is not None
+    sessions.cluster.node_up(B, None)
+    sessions.cluster.heard(B, _added(B).message(1, first=True, last=True).properties)
+    sessions.route(CoreMessage(), "orders", None)  # only node B has the queue: forwarded
+    sf = core.post_office.queues[sessions.cluster.role.sf_queue(B)]
+    assert len(sf.ready) == 1
+    sessions.cluster.node_left(B)
+    assert sessions.cluster.state.remote == {}
+    sessions.route(CoreMessage(), "orders", None)
+    assert len(sf.ready) == 1
