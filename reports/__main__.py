@@ -1,0 +1,167 @@
+"""``python -m reports report --evidence DIR --out DIR [--master URL]``: build the report site.
+
+Exit status: 0 the site was built (quarantined rows are reported, not fatal); 1 the Spark job failed;
+2 bad input or usage (a missing evidence directory, a run of an unreadable schema version, no pyspark).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+from ._errors import ReportError
+
+EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
+
+#: Written into every output directory, so a second build may clean what the first one wrote.
+MARKER = ".cck-report"
+
+_EPILOG = """\
+examples:
+  python -m reports report --evidence evidence --out report
+  python -m reports report --evidence .tox/evidence --out report --master spark://host:7077
+  python -m reports report --evidence evidence --out report --conf spark.driver.memory=4g
+
+Every directory below --evidence holding run.json or *.jsonl is a run (evidence/<run-id>/ as
+`python -m conformance run --evidence-dir evidence` writes it, or the tox layout
+.tox/evidence/<target>/<run-id>/).  Bad rows are quarantined to OUT/quarantine.jsonl.
+Open OUT/index.html in a browser (no server needed).  See docs/reports.md.
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m reports", description="The PySpark evidence pipeline of the Core Conformance Kit.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    report = commands.add_parser(
+        "report", help="evidence -> Parquet -> matrix, timing, audit, coverage -> static site",
+        description="Read conformance evidence, store it as Parquet (partitioned by run and target), run the "
+                    "matrix, timing, delivery-audit and coverage jobs and write a static HTML site.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    report.add_argument("--evidence", required=True, type=Path, metavar="DIR",
+                        help="directory of runs (<run-id>/run.json and *.jsonl, at any depth)")
+    report.add_argument("--out", required=True, type=Path, metavar="DIR",
+                        help="output directory: index.html and the other pages, quarantine.jsonl, data/ (Parquet)")
+    report.add_argument("--master", metavar="URL",
+                        help="Spark master URL (spark://host:7077, yarn, local[4], ...); default: local mode "
+                             "in this process, every core, small shuffles")
+    report.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting (repeatable), e.g. spark.driver.memory=4g")
+    report.add_argument("--clause-table", type=Path, metavar="DIR",
+                        help="clause table directory (*.toml) for coverage; default: the kit's conformance/clauses")
+    report.add_argument("-q", "--quiet", action="store_true", help="print only the path of index.html")
+    return parser
+
+
+class _Progress:
+    """Steps with their durations on stderr: a rich spinner on a terminal, plain lines elsewhere."""
+
+    def __init__(self, stream: TextIO, quiet: bool) -> None:
+        self.quiet = quiet
+        self.stream = stream
+        try:
+            from rich.console import Console
+        except ImportError:  # pragma: no cover - rich comes with the reports extra
+            self.console = None
+        else:
+            self.console = Console(file=stream, highlight=False)
+
+    def _print(self, text: str) -> None:
+        if self.quiet:
+            return
+        if self.console is not None:
+            self.console.print(text, markup=False, soft_wrap=True)
+        else:
+            print(text, file=self.stream, flush=True)
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        started = time.monotonic()
+        if self.console is not None and not self.quiet:
+            with self.console.status(f"{name} ..."):
+                yield
+        else:
+            yield
+        self._print(f"done  {name} ({time.monotonic() - started:.1f} s)")
+
+    def note(self, text: str) -> None:
+        self._print(f"      {text}")
+
+
+def _conf(pairs: Sequence[str]) -> dict[str, str]:
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ReportError(f"--conf {pair!r}: expected KEY=VALUE")
+        conf[key.strip()] = value
+    return conf
+
+
+def _check_out(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise ReportError(f"{out}: --out is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
+        raise ReportError(f"{out}: --out is a non-empty directory that holds no earlier report "
+                          f"(no {MARKER}); choose a new or empty directory")
+
+
+def _report(args: argparse.Namespace, progress: _Progress) -> int:
+    if not args.evidence.exists():
+        raise ReportError(f"{args.evidence}: evidence directory does not exist")
+    if not args.evidence.is_dir():
+        raise ReportError(f"{args.evidence}: evidence path is not a directory")
+    _check_out(args.out)
+    conf = _conf(args.conf)
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise ReportError("pyspark is not installed: pip install 'core-conformance-kit[reports]' "
+                          "(or pip install 'pyspark>=3.5')") from None
+    import shutil
+
+    from ._coverage import CLAUSE_DIR
+    from ._pipeline import build_report
+    from ._spark import spark_session
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / MARKER).write_text("written by python -m reports report\n", encoding="utf-8")
+    for owned in ("cases", "data"):
+        shutil.rmtree(args.out / owned, ignore_errors=True)
+    with progress.step(f"spark session ({args.master or 'local mode'})"):
+        spark = spark_session(args.master, conf)
+    try:
+        result = build_report(spark, args.evidence, args.out, clauses=args.clause_table or CLAUSE_DIR,
+                              progress=progress)
+    finally:
+        spark.stop()
+    progress.note(f"{result.runs} run(s), {result.quarantined} quarantined row(s), {result.seconds:.1f} s")
+    print(result.index)
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    progress = _Progress(sys.stderr, args.quiet)
+    try:
+        return _report(args, progress)
+    except ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - Spark and Py4J errors: one line, not a JVM stack trace
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"error: the report job failed: {type(exc).__name__}: {first}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,292 @@
+"""Ingest: evidence runs (JSON Lines) -> validated rows with explicit schemas -> Parquet; bad rows -> quarantine.
+
+Layout read: ``<evidence>/<run-id>/run.json`` and the ``*.jsonl`` files the schema's ``FILES`` names (any
+depth below ``<evidence>``, so the tox layout ``<evidence>/<target>/<run-id>/`` works too).
+
+What happens to bad input:
+
+* A row that is not valid JSON (e.g. a truncated last line), not an object, of another
+  ``schema_version``, of the wrong kind, with a missing required field, a wrong type or the wrong
+  ``run_id`` is **quarantined**: one quarantine row (file, line, reason) and the job goes on.  Fields the
+  schema does not know are ignored (the schema's version policy: readers ignore unknown fields).
+* A run whose ``run.json`` is missing, not JSON or invalid is quarantined **as a whole** (one row naming
+  ``run.json``; its other files are not read): without its target, its rows cannot be placed.
+* A run whose ``run.json`` declares a ``schema_version`` this pipeline cannot read is an **error**
+  (:class:`SchemaVersionError` naming the file and the version) and nothing is written: the whole run
+  was written by another writer version, and quietly quarantining every row of it would report a
+  matrix with a run missing.  Per-row quarantine is for damage inside a run this pipeline can read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+from ._errors import EvidenceError, SchemaVersionError
+from ._schema import EvidenceSchema, FieldSpec, load_schema
+
+__all__ = [
+    "QUARANTINE_STRUCT",
+    "Quarantined",
+    "RunFile",
+    "Extracted",
+    "discover_runs",
+    "read_run_record",
+    "parse_line",
+    "parse_file",
+    "extract",
+    "load",
+    "read_tables",
+    "write_quarantine",
+]
+
+#: One quarantined row: where it was and why it was refused.
+QUARANTINE_STRUCT = StructType([
+    StructField("file", StringType(), False),
+    StructField("line", IntegerType(), False),
+    StructField("run_id", StringType(), True),
+    StructField("kind", StringType(), True),
+    StructField("reason", StringType(), False),
+])
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    file: str
+    line: int
+    run_id: str | None
+    kind: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class RunFile:
+    """One evidence file to read: which run, which kind, where (``relative`` is what reports show)."""
+
+    path: str
+    relative: str
+    kind: str
+    run_id: str
+    target: str
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """What extract produced: the runs table, one table per record kind, and the quarantine."""
+
+    runs: DataFrame
+    tables: Mapping[str, DataFrame]
+    quarantine: DataFrame
+    run_count: int
+    #: Runs quarantined as a whole (their run.json was missing or invalid).
+    runs_quarantined: tuple[Quarantined, ...]
+    #: The parsed files, persisted so rows and quarantine come from one read (unpersist when loaded).
+    persisted: tuple[DataFrame, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------- rows
+
+
+def _convert(field: FieldSpec, value: Any) -> Any:
+    """A validated JSON value as the Python value Spark's type for the field takes."""
+    if value is None:
+        return None
+    if field.type == "timestamp":
+        return datetime.fromisoformat(value[:-1] + "+00:00")
+    if field.type == "json":
+        return json.dumps(value, separators=(",", ":"), allow_nan=False)
+    if field.type == "double":
+        return float(value)
+    return value
+
+
+def parse_record(record: Any, kind: str, fields: tuple[FieldSpec, ...], schema: EvidenceSchema,
+                 run_id: str | None) -> tuple[Any, ...] | str:
+    """A decoded JSON value as a row tuple in ``fields`` order, or the reason it is refused."""
+    if not isinstance(record, dict):
+        return f"not a JSON object but {type(record).__name__}"
+    if record.get("schema_version") != schema.version:
+        return f"schema_version {record.get('schema_version')!r}, this pipeline reads {schema.version}"
+    known = {f.name for f in fields}
+    problems = schema.validate({k: v for k, v in record.items() if k in known}, kind)
+    if problems:
+        return "; ".join(problems)
+    if run_id is not None and record["run_id"] != run_id:
+        return f"run_id {record['run_id']!r} is not its run's ({run_id!r})"
+    return tuple(_convert(f, record[f.name]) for f in fields)
+
+
+def parse_line(raw: bytes, kind: str, fields: tuple[FieldSpec, ...], schema: EvidenceSchema,
+               run_id: str | None) -> tuple[Any, ...] | str | None:
+    """One JSON Lines line as a row tuple, the reason it is refused, or None for a blank line."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8: {exc.reason} at byte {exc.start}"
+    if not text.strip():
+        return None
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"not JSON (truncated?): {exc}"
+    return parse_record(record, kind, fields, schema, run_id)
+
+
+_SCHEMAS: dict[str, EvidenceSchema] = {}
+
+
+def _schema_at(path: str) -> EvidenceSchema:
+    """The schema module, loaded once per Python worker (executors load it by path, like the driver)."""
+    if path not in _SCHEMAS:
+        _SCHEMAS[path] = load_schema(Path(path))
+    return _SCHEMAS[path]
+
+
+def parse_file(run_file: RunFile, schema_path: str) -> Iterator[tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]]:
+    """Every line of one evidence file as (row, None) or (None, quarantine row); runs on the executors."""
+    schema = _schema_at(schema_path)
+    fields = schema.records[run_file.kind]
+    with open(run_file.path, "rb") as lines:
+        for number, raw in enumerate(lines, start=1):
+            parsed = parse_line(raw, run_file.kind, fields, schema, run_file.run_id)
+            if parsed is None:
+                continue
+            if isinstance(parsed, str):
+                yield None, (run_file.relative, number, run_file.run_id, run_file.kind, parsed)
+            else:
+                yield (*parsed, run_file.target), None
+
+
+# ---------------------------------------------------------------------------------------------- runs
+
+
+def discover_runs(evidence: Path, schema: EvidenceSchema) -> list[Path]:
+    """Every run directory below ``evidence``: a directory holding run.json or any file of the schema's."""
+    if not evidence.exists():
+        raise EvidenceError(evidence, "evidence directory does not exist")
+    if not evidence.is_dir():
+        raise EvidenceError(evidence, "evidence path is not a directory")
+    names = set(schema.files.values())
+    found = {path.parent for name in names for path in evidence.rglob(name) if path.is_file()}
+    return sorted(found)
+
+
+def read_run_record(path: Path, schema: EvidenceSchema, evidence: Path) -> tuple[Any, ...] | Quarantined:
+    """A run's ``run.json`` as a row tuple of the run table, or the quarantine row that refuses the run.
+
+    Raises :class:`SchemaVersionError` when it declares a schema version this pipeline cannot read."""
+    relative = path.relative_to(evidence).as_posix()
+    run_id = path.parent.name
+
+    def refuse(reason: str) -> Quarantined:
+        return Quarantined(relative, 0, run_id, "run", reason + " (the whole run is skipped)")
+
+    if not path.is_file():
+        return refuse("no run.json (the session did not finish?)")
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return refuse(f"not JSON: {exc}")
+    if not isinstance(record, dict):
+        return refuse(f"not a JSON object but {type(record).__name__}")
+    if "schema_version" not in record:
+        return refuse("field 'schema_version' is missing")
+    if record["schema_version"] != schema.version:
+        raise SchemaVersionError(path, record["schema_version"], schema.version)
+    parsed = parse_record(record, "run", schema.records["run"], schema, run_id)
+    if isinstance(parsed, str):
+        return refuse(parsed)
+    return parsed
+
+
+# ---------------------------------------------------------------------------------------------- jobs
+
+
+def extract(spark: SparkSession, evidence: Path, schema: EvidenceSchema) -> Extracted:
+    """Read every run below ``evidence`` into DataFrames with the schema's explicit structs (lazy)."""
+    runs: list[tuple[Any, ...]] = []
+    refused: list[Quarantined] = []
+    files: list[RunFile] = []
+    run_struct = schema.struct("run")
+    target_at = run_struct.fieldNames().index("target")
+    run_id_at = run_struct.fieldNames().index("run_id")
+    for directory in discover_runs(evidence, schema):
+        row = read_run_record(directory / schema.files["run"], schema, evidence)
+        if isinstance(row, Quarantined):
+            refused.append(row)
+            continue
+        runs.append(row)
+        for kind, name in schema.files.items():
+            path = directory / name
+            if kind != "run" and path.is_file():
+                files.append(RunFile(str(path.resolve()), path.relative_to(evidence).as_posix(), kind,
+                                     row[run_id_at], row[target_at]))
+
+    if not runs and not refused:
+        raise EvidenceError(evidence, "no evidence runs found (expected <run-id>/run.json and *.jsonl below it)")
+    runs_df = spark.createDataFrame(runs, run_struct)
+    tables: dict[str, DataFrame] = {}
+    persisted: list[DataFrame] = []
+    quarantines: list[DataFrame] = [spark.createDataFrame(
+        [(q.file, q.line, q.run_id, q.kind, q.reason) for q in refused], QUARANTINE_STRUCT)]
+    schema_path = str(schema.path)
+    context = spark.sparkContext
+    for kind in schema.records:
+        if kind == "run":
+            continue
+        struct = schema.struct(kind)
+        mine = [f for f in files if f.kind == kind]
+        if not mine:
+            tables[kind] = spark.createDataFrame([], struct)
+            continue
+        slices = max(1, min(len(mine), context.defaultParallelism * 4))
+        parsed = context.parallelize(mine, slices).flatMap(lambda f: parse_file(f, schema_path))
+        both = spark.createDataFrame(parsed, StructType([
+            StructField("row", struct, True),
+            StructField("bad", QUARANTINE_STRUCT, True),
+        ])).persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(both)
+        tables[kind] = both.where("row IS NOT NULL").select("row.*")
+        quarantines.append(both.where("bad IS NOT NULL").select("bad.*"))
+    quarantine = quarantines[0]
+    for more in quarantines[1:]:
+        quarantine = quarantine.unionByName(more)
+    return Extracted(runs_df, tables, quarantine, len(runs), tuple(refused), tuple(persisted))
+
+
+def load(extracted: Extracted, data: Path) -> None:
+    """Write the runs and every kind's rows as Parquet under ``data/<kind>/run_id=.../target=.../``."""
+    for kind, frame in {"run": extracted.runs, **extracted.tables}.items():
+        frame.write.mode("overwrite").partitionBy("run_id", "target").parquet(str(data / kind))
+
+
+def read_tables(spark: SparkSession, data: Path, schema: EvidenceSchema) -> dict[str, DataFrame]:
+    """The stored tables, read back with their explicit schemas (never inferred), columns in schema order."""
+    tables: dict[str, DataFrame] = {}
+    for kind in schema.records:
+        struct = schema.struct(kind)
+        path = data / kind
+        if any(path.glob("run_id=*")):
+            tables[kind] = spark.read.schema(struct).parquet(str(path)).select(*struct.fieldNames())
+        else:
+            tables[kind] = spark.createDataFrame([], struct)
+    return tables
+
+
+def write_quarantine(quarantine: DataFrame, path: Path) -> int:
+    """The quarantine as JSON Lines (file, line, run_id, kind, reason), in file and line order; its row count."""
+    count = 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as out:
+        for row in quarantine.orderBy("file", "line").toLocalIterator():
+            out.write(json.dumps(row.asDict(), ensure_ascii=False) + "\n")
+            count += 1
+    return count

@@ -1,0 +1,175 @@
+"""The report job end to end: extract -> load (Parquet) -> transforms -> load (site).
+
+The transforms are the pure functions of ``_matrix``, ``_timing``, ``_audit`` and ``_coverage``; this
+module only wires them to storage and collects their (small) outputs for the pages.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
+
+from ._audit import audit_findings, delivery_audit
+from ._coverage import CLAUSE_DIR, CLAUSE_STRUCT, clause_coverage, read_clause_table
+from ._ingest import extract, load, read_tables, write_quarantine
+from ._matrix import conformance_matrix
+from ._schema import SCHEMA_PATH, load_schema
+from ._site import CasePage, SiteData, TimingPlot, natural_key, render_site
+from ._svg import Attempt
+from ._timing import timing_attempts, timing_outliers, timing_summary
+
+__all__ = ["Progress", "QuietProgress", "ReportResult", "build_report", "collect_site_data"]
+
+#: Evidence kinds shown on a case page, in this order (history rows stay in Parquet: they can be many).
+CASE_PAGE_KINDS = ("timing", "history_result", "attempt", "note", "wire")
+#: Columns every row has that a case page need not repeat.
+_PAGE_HIDDEN = {"kind", "schema_version", "run_id", "case_id", "target"}
+FINDINGS_SHOWN = 500
+PLOT_POINTS = 2000
+
+
+class Progress(Protocol):
+    """What the pipeline tells its caller: a step starts (and ends, as a context), or a fact to print."""
+
+    def step(self, name: str) -> AbstractContextManager[None]: ...
+
+    def note(self, text: str) -> None: ...
+
+
+class QuietProgress:
+    """Progress that says nothing (the default for library callers and tests)."""
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        yield
+
+    def note(self, text: str) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    index: Path
+    runs: int
+    rows: Mapping[str, int]
+    quarantined: int
+    seconds: float
+
+
+def _dicts(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    return [row.asDict(recursive=True) for row in rows]
+
+
+def _page_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k not in _PAGE_HIDDEN}
+
+
+def _case_pages(matrix: Sequence[Mapping[str, Any]], tables: Mapping[str, DataFrame],
+                runs: DataFrame, spark: SparkSession, wire_shown: int) -> list[CasePage]:
+    latest = spark.createDataFrame(
+        [(m["latest_run_id"], m["case_id"]) for m in matrix], "run_id string, case_id string")
+    evidence: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+    for kind in ("case", *CASE_PAGE_KINDS):
+        table = tables[kind].join(F.broadcast(latest), ["run_id", "case_id"])
+        order = {"wire": ["ts_ns", "seq"], "timing": ["name", "run", "index"], "attempt": ["ts_ns"]}.get(kind, [])
+        for row in table.orderBy("run_id", "case_id", *order).toLocalIterator():
+            record = row.asDict(recursive=True)
+            evidence.setdefault((record["run_id"], record["case_id"]), {}).setdefault(kind, []).append(record)
+    verdicts: dict[tuple[str, str | None, str], list[dict[str, Any]]] = {}
+    per_run = tables["case"].join(runs.select("run_id", "target_version", F.col("started").alias("run_started")),
+                                  "run_id")
+    for row in per_run.select("target", "target_version", "case_id", "run_id", "run_started", "verdict",
+                              "reason").orderBy(F.col("run_started").desc()).toLocalIterator():
+        verdicts.setdefault((row["target"], row["target_version"], row["case_id"]), []).append(row.asDict())
+    pages = []
+    for cell in matrix:
+        rows = evidence.get((cell["latest_run_id"], cell["case_id"]), {})
+        records = rows.get("case", [])
+        wire = rows.get("wire", [])
+        pages.append(CasePage(
+            target=cell["target"], target_version=cell["target_version"], case_id=cell["case_id"], summary=cell,
+            runs=verdicts.get((cell["target"], cell["target_version"], cell["case_id"]), []),
+            record=records[-1] if records else None,
+            evidence={kind: [_page_row(r) for r in rows.get(kind, [])][: wire_shown if kind == "wire" else None]
+                      for kind in CASE_PAGE_KINDS},
+            wire_log=wire, wire_shown=wire_shown))
+    return pages
+
+
+def collect_site_data(spark: SparkSession, tables: Mapping[str, DataFrame], clauses: Path, *, evidence: str,
+                      quarantine: Path, quarantine_count: int, progress: Progress,
+                      wire_shown: int = 200) -> SiteData:
+    """Run every transform on the stored tables and collect what the pages show."""
+    with progress.step("conformance matrix"):
+        matrix = _dicts(conformance_matrix(tables["case"], tables["run"]).collect())
+        matrix.sort(key=lambda m: (natural_key(m["case_id"]), m["target"], m["target_version"] or ""))
+    with progress.step("timing compliance"):
+        attempts = timing_attempts(tables["timing"]).cache()
+        summary = sorted(_dicts(timing_summary(attempts).collect()),
+                         key=lambda s: (s["target"], natural_key(s["case_id"]), s["name"]))
+        outliers = _dicts(timing_outliers(attempts).orderBy("target", "case_id", "run_id", "run", "index").collect())
+        plots: dict[tuple[str, str, str], list[Attempt]] = {}
+        for row in attempts.orderBy("target", "case_id", "name", "run_id", "run", "index").limit(
+                PLOT_POINTS * max(1, len(summary))).toLocalIterator():
+            points = plots.setdefault((row["target"], row["case_id"], row["name"]), [])
+            if len(points) < PLOT_POINTS:
+                points.append(Attempt(row["index"], row["expected_ms"], row["observed_ms"], row["allowed_ms"],
+                                      bool(row["outside_tolerance"])))
+        attempts.unpersist()
+    with progress.step("delivery audit"):
+        audit = sorted(_dicts(delivery_audit(tables["history"], tables["history_result"]).collect()),
+                       key=lambda a: (a["run_id"], natural_key(a["case_id"]), a["label"]))
+        findings_df = audit_findings(tables["history"], tables["history_result"])
+        findings_total = findings_df.count()
+        findings = _dicts(findings_df.orderBy("run_id", "case_id", "label", "index").limit(FINDINGS_SHOWN).collect())
+    with progress.step("clause coverage"):
+        clause_rows = spark.createDataFrame(read_clause_table(clauses), CLAUSE_STRUCT)
+        coverage = sorted(_dicts(clause_coverage(clause_rows, tables["case"]).collect()),
+                          key=lambda c: (c["group"] or "~", natural_key(c["clause_id"])))
+    with progress.step("case pages"):
+        pages = _case_pages(matrix, tables, tables["run"], spark, wire_shown)
+    runs = sorted(_dicts(tables["run"].collect()), key=lambda r: (r["started"], r["run_id"]))
+    sample = []
+    if quarantine.is_file():
+        with quarantine.open(encoding="utf-8") as lines:
+            for _, line in zip(range(20), lines, strict=False):
+                sample.append(json.loads(line))
+    return SiteData(
+        evidence=evidence, runs=runs, matrix=matrix, timing_summary=summary,
+        timing_plots=[TimingPlot(t, c, n, points) for (t, c, n), points in plots.items()],
+        timing_outliers=outliers, audit=audit, findings=findings, findings_total=findings_total,
+        coverage=coverage, quarantine_count=quarantine_count, quarantine_sample=sample, case_pages=pages)
+
+
+def build_report(spark: SparkSession, evidence: Path, out: Path, *, clauses: Path = CLAUSE_DIR,
+                 schema_path: Path = SCHEMA_PATH, progress: Progress | None = None) -> ReportResult:
+    """Evidence under ``evidence`` -> Parquet under ``out/data`` and the site under ``out``."""
+    progress = progress or QuietProgress()
+    started = time.monotonic()
+    schema = load_schema(schema_path)
+    with progress.step(f"ingest {evidence}"):
+        extracted = extract(spark, evidence, schema)
+        progress.note(f"{extracted.run_count} run(s) read, {len(extracted.runs_quarantined)} refused")
+        load(extracted, out / "data")
+        quarantine_path = out / "quarantine.jsonl"
+        quarantined = write_quarantine(extracted.quarantine, quarantine_path)
+        for frame in extracted.persisted:
+            frame.unpersist()
+    tables = read_tables(spark, out / "data", schema)
+    rows = {kind: frame.count() for kind, frame in tables.items()}
+    progress.note("rows: " + ", ".join(f"{kind} {count}" for kind, count in rows.items())
+                  + f"; quarantined {quarantined}" + (f" (see {quarantine_path})" if quarantined else ""))
+    data = collect_site_data(spark, tables, clauses, evidence=evidence.name or str(evidence),
+                             quarantine=quarantine_path, quarantine_count=quarantined, progress=progress)
+    with progress.step("site"):
+        index = render_site(data, out)
+    return ReportResult(index=index, runs=rows["run"], rows=rows, quarantined=quarantined,
+                        seconds=time.monotonic() - started)

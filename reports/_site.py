@@ -1,0 +1,171 @@
+"""The static site: jinja2 templates over plain Python data (no Spark here, so rendering tests need none).
+
+Every link is relative and nothing is fetched: the pages open from disk (``file://``) as they open from
+any static web server.  Layout of ``OUT/``::
+
+    index.html                     the matrix, the runs, the quarantine count
+    timing.html audit.html coverage.html
+    cases/<target>@<version>/<case>.html        one page per matrix cell (latest run's evidence)
+    cases/<target>@<version>/<case>.wire.jsonl  that case's whole wire log
+    quarantine.jsonl               refused evidence rows (file, line, reason)
+    data/<kind>/run_id=.../target=.../*.parquet
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from ._svg import Attempt, schedule_plot
+
+__all__ = ["CasePage", "TimingPlot", "SiteData", "cell_key", "case_page_path", "natural_key", "render_site"]
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+#: Verdict -> CSS class (colours are in the base template).
+VERDICT_CLASS = {"PASS": "pass", "PASS_LENIENT": "lenient", "UNSUPPORTED": "unsupported",
+                 "INDETERMINATE": "indeterminate", "FAIL": "fail"}
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that puts ``x.9`` before ``x.10``."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text))
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._@-]", "_", text)
+
+
+def cell_key(target: str, version: str | None) -> str:
+    """A matrix column's name in paths and labels: ``target@version`` (``@?`` without a version)."""
+    return f"{target}@{version if version is not None else '?'}"
+
+
+def case_page_path(target: str, version: str | None, case_id: str) -> str:
+    """Where a cell's page is, relative to the site root."""
+    return f"cases/{_safe(cell_key(target, version))}/{_safe(case_id)}.html"
+
+
+@dataclass(frozen=True)
+class CasePage:
+    """One matrix cell: its summary row, its verdict in each run, and the latest run's evidence rows."""
+
+    target: str
+    target_version: str | None
+    case_id: str
+    summary: Mapping[str, Any]
+    runs: Sequence[Mapping[str, Any]]
+    record: Mapping[str, Any] | None
+    #: kind -> rows of the latest run for this case (wire rows capped at ``wire_shown``).
+    evidence: Mapping[str, Sequence[Mapping[str, Any]]]
+    wire_log: Sequence[Mapping[str, Any]] = ()
+    wire_shown: int = 200
+
+    @property
+    def path(self) -> str:
+        return case_page_path(self.target, self.target_version, self.case_id)
+
+
+@dataclass(frozen=True)
+class TimingPlot:
+    target: str
+    case_id: str
+    name: str
+    attempts: Sequence[Attempt]
+
+
+@dataclass(frozen=True)
+class SiteData:
+    """Everything the pages show, collected from the jobs' outputs."""
+
+    evidence: str
+    runs: Sequence[Mapping[str, Any]]
+    matrix: Sequence[Mapping[str, Any]]
+    timing_summary: Sequence[Mapping[str, Any]] = ()
+    timing_plots: Sequence[TimingPlot] = ()
+    timing_outliers: Sequence[Mapping[str, Any]] = ()
+    audit: Sequence[Mapping[str, Any]] = ()
+    findings: Sequence[Mapping[str, Any]] = ()
+    findings_total: int = 0
+    coverage: Sequence[Mapping[str, Any]] = ()
+    quarantine_count: int = 0
+    quarantine_sample: Sequence[Mapping[str, Any]] = ()
+    case_pages: Sequence[CasePage] = field(default_factory=tuple)
+
+
+def _clip(value: Any, limit: int = 400) -> str:
+    """A cell's text, cut at ``limit`` characters (a decoded packet's repr can be 10 kB; the JSONL has it all)."""
+    text = str(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["verdict_class"] = lambda verdict: VERDICT_CLASS.get(verdict or "", "other")
+    env.filters["pct"] = lambda value: "" if value is None else f"{100 * value:.0f}%"
+    env.filters["ms"] = lambda value: "" if value is None else f"{value:.1f}"
+    env.filters["cell_key"] = cell_key
+    env.filters["clip"] = _clip
+    env.filters["tojson_compact"] = lambda value: json.dumps(value, default=str, ensure_ascii=False)
+    env.globals["case_page_path"] = case_page_path
+    return env
+
+
+def _columns(matrix: Sequence[Mapping[str, Any]]) -> list[tuple[str, str | None]]:
+    keys = {(row["target"], row["target_version"]) for row in matrix}
+    return sorted(keys, key=lambda k: (natural_key(k[0]), natural_key(k[1] or "")))
+
+
+def _matrix_rows(matrix: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = {}
+    for cell in matrix:
+        row = rows.setdefault(cell["case_id"], {"case_id": cell["case_id"], "group": cell["group"],
+                                                "clause_id": cell["clause_id"], "cells": {}})
+        row["cells"][(cell["target"], cell["target_version"])] = cell
+    return [rows[key] for key in sorted(rows, key=natural_key)]
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def render_site(data: SiteData, out: Path) -> Path:
+    """Write the pages of ``data`` under ``out``; the path of ``index.html``."""
+    env = _environment()
+    columns = _columns(data.matrix)
+    verdict_totals: dict[str, int] = {}
+    for cell in data.matrix:
+        verdict = cell["latest_verdict"]
+        verdict_totals[verdict] = verdict_totals.get(verdict, 0) + 1
+    common = {"evidence": data.evidence, "quarantine_count": data.quarantine_count}
+    _write(out / "index.html", env.get_template("index.html.j2").render(
+        root="", columns=columns, rows=_matrix_rows(data.matrix), runs=data.runs, verdict_totals=verdict_totals,
+        quarantine_sample=data.quarantine_sample, **common))
+    plots = [(plot, Markup(schedule_plot(plot.attempts, title=f"{plot.case_id} {plot.name}")))  # noqa: S704
+             for plot in sorted(data.timing_plots, key=lambda p: (p.target, natural_key(p.case_id), p.name))]
+    _write(out / "timing.html", env.get_template("timing.html.j2").render(
+        root="", summary=data.timing_summary, plots=plots, outliers=data.timing_outliers, **common))
+    _write(out / "audit.html", env.get_template("audit.html.j2").render(
+        root="", audit=data.audit, findings=data.findings, findings_total=data.findings_total, **common))
+    _write(out / "coverage.html", env.get_template("coverage.html.j2").render(
+        root="", coverage=data.coverage, **common))
+    case_template = env.get_template("case.html.j2")
+    for page in data.case_pages:
+        target = out / page.path
+        wire_file = None
+        if page.wire_log:
+            wire_path = target.with_suffix(".wire.jsonl")
+            wire_file = wire_path.name
+            _write(wire_path, "".join(json.dumps(row, default=str, ensure_ascii=False) + "\n"
+                                      for row in page.wire_log))
+        _write(target, case_template.render(root="../../", page=page, wire_file=wire_file, **common))
+    return out / "index.html"
