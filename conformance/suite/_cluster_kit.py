@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,12 +35,17 @@ __all__ = [
     "ClusterClients",
     "ClusterPool",
     "Placement",
+    "RevivingPool",
     "barrier",
     "flush",
     "listed_on",
     "poll",
     "message",
+    "mixed",
+    "send_mixed",
+    "stop_node",
     "unique",
+    "wait_counts",
 ]
 
 #: the property that numbers the messages of a case, 0..N-1 in sending order
@@ -312,3 +317,71 @@ async def flush(clients: ClusterClients, sender: str, receiver: str, seconds: fl
     if delivery is None and required:
         raise TimeoutError(f"the flush message sent through {sender} did not reach {receiver} within {seconds:.0f} s")
     return delivery is not None
+
+
+# ---------------------------------------------------------------------------------------------------- moves
+# What the redistribution and scale-down cases (test_cluster_moves.py) add: a pool that starts a stopped node
+# again instead of the whole cluster, messages of either durability, and a node stopped off the event loop.
+
+
+class RevivingPool(ClusterPool):
+    """A :class:`ClusterPool` that, when the running cluster has the topology asked for but some of its nodes
+    were stopped (a scale-down case stops one), starts just those nodes again with their data: cheaper than a
+    new cluster, and the nodes keep their IDs.  A node that will not start again means a new cluster."""
+
+    revived = 0
+
+    def get(self, topology: Topology) -> ManagedTarget:
+        target = self.target
+        if target is not None and self.topology == topology:
+            stopped = [n for n in target.nodes if not n.is_running]
+            try:
+                for node in stopped:
+                    node.start()
+            except Exception:  # noqa: BLE001 - any start failure: fall back to a fresh cluster below
+                self.close()
+            else:
+                self.revived += len(stopped)
+        return super().get(topology)
+
+
+def mixed(index: int, *, durable: bool, routing: RoutingType | None = None) -> CoreMessage:
+    """Message ``index`` as :func:`message` makes it, durable or not."""
+    made = message(index, routing=routing)
+    return CoreMessage(made.body, durable=durable, properties=made.properties)
+
+
+async def send_mixed(clients: ClusterClients, node: str, address: str, indexes: Iterable[int],
+                     durable: Callable[[int], bool], routing: RoutingType | None = None) -> None:
+    """Send the numbered messages ``indexes`` to ``address`` through ``node``, message i durable iff
+    ``durable(i)``, in order (one producer)."""
+    producer = clients[node].create_producer(address)
+    for i in indexes:
+        await producer.send(mixed(i, durable=durable(i), routing=routing))
+    producer.close()
+
+
+async def stop_node(target: ManagedTarget, node: str) -> float:
+    """Stop ``node`` gracefully (SIGTERM; a node with scale-down moves its messages first) in a worker thread,
+    so the event loop keeps reading what the node's clients receive meanwhile; the seconds it took."""
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await asyncio.to_thread(target.node(node).stop)
+    return loop.time() - began
+
+
+async def wait_counts(clients: ClusterClients, wanted: Mapping[tuple[str, str], int | None], seconds: float,
+                      ) -> dict[tuple[str, str], int | None]:
+    """Poll each ``(node, queue)``'s message count until every one is as ``wanted`` (``None``: no such queue) or
+    ``seconds`` passed; the last counts seen either way."""
+    seen: dict[tuple[str, str], int | None] = {}
+
+    async def look() -> bool:
+        for (node, queue) in wanted:
+            seen[(node, queue)] = await clients.count(node, queue)
+        return seen == dict(wanted)
+
+    with contextlib.suppress(TimeoutError):
+        await poll(look, clients.deadline(seconds), lambda: "")
+    return seen
+

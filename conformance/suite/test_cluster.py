@@ -12,11 +12,9 @@ module-scoped pool: each 3-node start costs seconds of JVM time), each with addr
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import pytest
 
 from codec import RoutingType
 from conformance.cases import Case, cases
@@ -26,7 +24,14 @@ from conformance.targets import ClusterSpec, SecuritySpec, Topology, User
 from conformance.targets._topology import AddressSetting
 from reference.client import Connector, Consumer, connect, connector_of
 
-from ._cluster_kit import ClusterClients, ClusterPool, Placement, barrier, flush, unique
+from ._cluster_kit import (
+    ClusterClients,
+    ClusterPool,
+    Placement,
+    barrier,
+    flush,
+    unique,
+)
 from ._restart_support import client_settings
 from ._running import run
 
@@ -75,13 +80,6 @@ TOPOLOGIES: dict[str, Topology] = {
 }
 
 
-@pytest.fixture(scope="module")
-def clusters(cck_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterPool]:
-    pool = ClusterPool(cck_settings, tmp_path_factory.mktemp)
-    try:
-        yield pool
-    finally:
-        pool.close()
 
 
 # ---------------------------------------------------------------------------------------------------- topology

@@ -1,11 +1,16 @@
 """Cluster bridges across connection failures (spec 002 "Cluster Connections": duplicate detection on the
-bridges; notes cluster-wire §2.2-2.4).
+bridges, retry-interval and its backoff; notes cluster-wire §2.2-2.4).
 
 Two nodes in a cluster; the only queue of the case's address is a subscription on node1, so every message
 sent to node0 must cross node0's bridge to node1 exactly once.  While the kit sends, it cuts every TCP
 connection between the two nodes several times (``ss -K``: the kernel destroys the sockets, the peers see a
 reset; the kit's own connections are spared).  The bridge reconnects and resends what node1 had not
 confirmed; node1's duplicate detection must drop what it already had.
+
+The backoff cases kill node1 (SIGKILL) and time node0's connection attempts to node1's port as SYNs on
+``lo`` (nothing listens there any more, so each attempt is refused at once); attempts less than 100 ms
+apart are one round (Artemis's cluster connection retries its topology connection on the bridge's beat),
+and the rounds must follow retry-interval, its multiplier and max-retry-interval (timing oracle).
 """
 
 from __future__ import annotations
@@ -13,18 +18,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Iterator
-
-import pytest
+import time
 
 from codec import RoutingType
 from conformance.cases import Case, cases
 from conformance.evidence import CaseEvidence
+from conformance.oracles import RetryPolicy, check_schedule, expected_reconnect_schedule
 from conformance.plugin import Settings
 from conformance.targets import ClusterSpec, Topology
 from conformance.verdicts import unsupported
 
-from ._cluster_kit import ClusterClients, ClusterPool, index_of, listed_on, message, unique
+from ._backoff_syn import SynRecord, SynWatch, syn_watch_available
+from ._cluster_kit import (
+    ClusterClients,
+    ClusterPool,
+    index_of,
+    listed_on,
+    message,
+    unique,
+)
 from ._running import run
 from ._tcp_kill import kill_tcp, tcp_kill_unavailable
 
@@ -45,13 +57,6 @@ CUT = tuple(
 )
 
 
-@pytest.fixture(scope="module")
-def clusters(cck_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterPool]:
-    pool = ClusterPool(cck_settings, tmp_path_factory.mktemp)
-    try:
-        yield pool
-    finally:
-        pool.close()
 
 
 @cases(*CUT)
@@ -120,5 +125,70 @@ def test_no_duplicates_after_bridge_reconnects(case: Case, clusters: ClusterPool
             assert not duplicates, (f"{len(duplicates)} message(s) arrived twice at node1 after the bridge "
                                     f"reconnected: {duplicates[:20]}")
             assert not missing, f"{len(missing)} of {count} message(s) never reached node1: {missing[:20]}"
+
+    run(cck_settings, scenario(), CASE_S)
+
+
+# ---------------------------------------------------------------------------------------------------- backoff
+
+#: attempts closer than this belong to one round (the bridge and Artemis's topology connection retry together)
+ROUND_NS = 100_000_000
+BACKOFF = tuple(
+    Case(f"cluster.bridge-backoff.{n}", "cluster.bridge-reconnect",
+         f"two nodes with retry-interval {interval} ms, retry-interval-multiplier {multiplier}, max-retry-interval "
+         f"{cap} ms; the kit kills node1 (SIGKILL) and times node0's connection attempts to it",
+         f"rounds of attempts {interval} ms apart at first, each wait {multiplier}x the one before, never more than "
+         f"{cap} ms ({rounds} rounds judged, intervals between rounds)",
+         needs=("kill",), params={"interval": interval, "multiplier": multiplier, "cap": cap, "rounds": rounds})
+    for n, (interval, multiplier, cap, rounds) in enumerate(((500, 1.0, 2000, 6), (250, 2.0, 2000, 6),
+                                                             (200, 3.0, 1800, 5)), 1)
+)  # fmt: skip
+
+
+def _rounds(records: list[SynRecord], after_ns: int) -> list[int]:
+    """The start of each round of attempts after ``after_ns`` (monotonic ns)."""
+    starts: list[int] = []
+    last = None
+    for record in sorted(records, key=lambda r: r.ts_ns):
+        if record.ts_ns < after_ns:
+            continue
+        if last is None or record.ts_ns - last > ROUND_NS:
+            starts.append(record.ts_ns)
+        last = record.ts_ns
+    return starts
+
+
+@cases(*BACKOFF)
+def test_bridge_reconnect_backoff(case: Case, clusters: ClusterPool, cck_settings: Settings,
+                                  evidence: CaseEvidence) -> None:
+    why = syn_watch_available()
+    if why is not None:
+        unsupported(f"the attempts are timed as SYNs on lo: {why}")
+    interval, multiplier, cap, rounds = (case.params[k] for k in ("interval", "multiplier", "cap", "rounds"))
+    topology = Topology.cluster_of(2, ClusterSpec(retry_interval_ms=interval, retry_interval_multiplier=multiplier,
+                                                  max_retry_interval_ms=cap))
+    target = clusters.get(topology)
+    evidence.note("target", target.describe())
+    policy = RetryPolicy(interval, multiplier, cap, reconnect_attempts=-1)
+    expected = expected_reconnect_schedule(policy, limit=rounds, immediate_first=False)
+    watched_s = expected[-1].offset_ms / 1000 + 2.0
+
+    async def scenario() -> None:
+        async with ClusterClients(target, cck_settings) as c:  # the cluster has formed: node0 lists node1's queue
+            address = unique(f"cck.backoff.{case.id}")
+            await c.queue_on(["node1"], address)
+            await listed_on(c, "node0", address, 1, FORM_S, "node1's queue (the cluster has not formed)")
+        node1 = target.topology.node("node1")
+        with SynWatch({node1.port}) as watch:
+            killed_ns = time.monotonic_ns()
+            await asyncio.to_thread(target.node("node1").kill)
+            records = await asyncio.to_thread(watch.records_until, killed_ns + int(watched_s * 1e9), watched_s + 10)
+        # an attempt at once after the failure (Artemis's topology connection) is not part of the bridge's beat
+        starts = _rounds(records, killed_ns + interval * 1_000_000 // 2)[:rounds]
+        evidence.note("syns", [r.to_json() for r in records])
+        evidence.note("round_offsets_ms", [round((t - killed_ns) / 1e6) for t in starts])
+        result = check_schedule(starts, expected, cck_settings.tolerance, origin_ns=None)
+        evidence.timing("bridge reconnect rounds", result)
+        assert result.ok, result.explanation
 
     run(cck_settings, scenario(), CASE_S)

@@ -81,10 +81,15 @@ def render_broker_xml(topology: Topology, node: str, *, template_dir: Path = TEM
             "large_messages": data / "large-messages"}
     peers: list[NodeSpec] = [n for n in topology.nodes if n.name != node]
     cluster = topology.cluster
-    static_peers = list(cluster.static_targets(node, tuple(n.name for n in topology.nodes))) if cluster else []
+    names = tuple(n.name for n in topology.nodes)
+    static_peers = list(cluster.static_targets(node, names)) if cluster else []
+    scale_down = cluster.scale_down_of(node) if cluster else None
     text = _environment(template_dir).get_template(BROKER_TEMPLATE).render(
         node=spec, topology=topology, dirs=dirs, peers=peers, static_peers=static_peers,
-        cluster_password=cluster.password_of(node) if cluster else None, rules=_grouped_rules(topology.security)
+        cluster_password=cluster.password_of(node) if cluster else None, rules=_grouped_rules(topology.security),
+        scale_down=scale_down,
+        scale_down_connectors=scale_down.connectors(names, cluster.discovery) if scale_down and cluster else (),
+        scale_down_discovery=scale_down.uses_discovery(cluster.discovery) if scale_down and cluster else False,
     )
     try:
         etree.fromstring(text.encode("utf-8"), etree.XMLParser(resolve_entities=False, no_network=True))

@@ -9,6 +9,7 @@ made, because every node of a cluster must know the others' ports before any of 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ __all__ = [
     "ClusterSpec",
     "NodeSpec",
     "QueueSpec",
+    "ScaleDownSpec",
     "SecurityRule",
     "SecuritySpec",
     "Topology",
@@ -169,6 +171,53 @@ class AddressSetting:
 
 
 @dataclass(frozen=True)
+class ScaleDownSpec:
+    """One node's ``<ha-policy><live-only><scale-down>`` (spec 002 "Scaling Down"; notes cluster-wire §5.2).
+
+    ``enabled=True``: the node scales down when stopped gracefully, to the first node reachable through
+    ``targets`` (connector names = node names; ``None``: every other node in topology order, or the
+    cluster's discovery group under ``discovery='udp'``).  ``group_name`` is both what the node advertises
+    in its topology (``TopologyMember.scaleDownGroupName``, what other nodes match against) and, when it
+    scales down, the only group it scales down to.  ``enabled=False`` with a ``group_name``: a node that
+    only advertises a group, to receive messages (the XSD's "partake in scale down as a receiver");
+    ``targets`` are rendered for it only when given.  Rendered as ``<live-only>``: Artemis 2.28.0 knows
+    only that name, 2.44.0 reads it as ``primary-only`` (deprecated name, same policy).
+    """
+
+    node: str
+    enabled: bool = True
+    group_name: str | None = None
+    targets: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        _check(bool(_NODE_NAME.fullmatch(self.node)), f"scale-down node name {self.node!r} is not a node name")
+        if self.group_name is not None:
+            _check(bool(self.group_name.strip()) and "\n" not in self.group_name and "\r" not in self.group_name,
+                   f"scale-down group name {self.group_name!r} of node {self.node!r} is empty or holds a newline")
+        _check(self.enabled or self.group_name is not None,
+               f"node {self.node!r}: a scale-down that is disabled and names no group-name does nothing")
+        if self.targets is not None:
+            _check(bool(self.targets), f"node {self.node!r}: scale-down targets, when given, name at least one node "
+                                       "(None: every other node)")
+            _check(self.node not in self.targets, f"node {self.node!r} cannot scale down to itself")
+            _check(len(self.targets) == len(set(self.targets)),
+                   f"node {self.node!r}: duplicate scale-down targets in {list(self.targets)}")
+
+    def connectors(self, nodes: tuple[str, ...], discovery: str) -> tuple[str, ...]:
+        """The connector names rendered in ``<connectors>``: ``targets``, or (enabled, static discovery) every
+        other node of ``nodes``; empty when the discovery group is used or nothing is rendered."""
+        if self.targets is not None:
+            return self.targets
+        if not self.enabled or discovery == "udp":
+            return ()
+        return tuple(n for n in nodes if n != self.node)
+
+    def uses_discovery(self, discovery: str) -> bool:
+        """Whether ``<discovery-group-ref>`` is rendered (enabled, no targets given, UDP discovery)."""
+        return self.enabled and self.targets is None and discovery == "udp"
+
+
+@dataclass(frozen=True)
 class ClusterSpec:
     """A cluster of every node: one ``<cluster-connection>`` per node reaching the others through
     static connectors or through UDP discovery (broadcast + discovery groups).
@@ -198,9 +247,21 @@ class ClusterSpec:
     links: tuple[tuple[str, str], ...] | None = None
     allow_direct_connections_only: bool = False
     passwords: tuple[tuple[str, str], ...] = ()
+    retry_interval_multiplier: float = 1.0
+    max_retry_interval_ms: int = 2000
+    initial_connect_attempts: int = -1
+    scale_down: tuple[ScaleDownSpec, ...] = ()
 
     def __post_init__(self) -> None:
         _check(self.max_hops >= 0, "max_hops must be >= 0")
+        _check(isinstance(self.retry_interval_multiplier, int | float)
+               and math.isfinite(self.retry_interval_multiplier) and self.retry_interval_multiplier > 0,
+               f"retry_interval_multiplier must be a finite number > 0, not {self.retry_interval_multiplier!r}")
+        _check(self.max_retry_interval_ms > 0, f"max_retry_interval_ms must be > 0, not {self.max_retry_interval_ms}")
+        _check(self.initial_connect_attempts == -1 or self.initial_connect_attempts >= 0,
+               f"initial_connect_attempts must be -1 (unlimited) or >= 0, not {self.initial_connect_attempts}")
+        scaled = [s.node for s in self.scale_down]
+        _check(len(scaled) == len(set(scaled)), f"a node is given two scale-down policies in {scaled}")
         _check(self.retry_interval_ms > 0 and self.broadcast_period_ms > 0 and self.refresh_timeout_ms > 0,
                "cluster intervals must be > 0")
         _check(0 <= self.group_port <= 65535, f"group_port {self.group_port} is not a port")
@@ -231,6 +292,10 @@ class ClusterSpec:
     def password_of(self, node: str) -> str:
         """The cluster password ``node`` is configured with."""
         return dict(self.passwords).get(node, self.password)
+
+    def scale_down_of(self, node: str) -> ScaleDownSpec | None:
+        """``node``'s scale-down policy, if it has one."""
+        return next((s for s in self.scale_down if s.node == node), None)
 
 
 @dataclass(frozen=True)
@@ -309,6 +374,7 @@ class Topology:
             known = set(names)
             named = [n for link in self.cluster.links or () for n in link]
             named += [n for n, _ in self.cluster.passwords]
+            named += [n for s in self.cluster.scale_down for n in (s.node, *(s.targets or ()))]
             unknown = sorted({n for n in named if n not in known})
             _check(not unknown, f"the cluster names node(s) {', '.join(unknown)} that the topology does not have "
                                 f"(nodes: {', '.join(names)})")

@@ -282,7 +282,13 @@ class ClusterState:
     def consuming(self, queue: Queue) -> list[RemoteBinding]:
         """The connected remote queues of ``queue``'s name with consumers: where redistribution may send."""
         return [b for b in self.remote_on(queue.address) if b.routing_name == queue.name and b.connected
-                and b.consumers > 0 and b.filter_string is None]
+                and b.consumers > 0]
+
+    def takes(self, binding: RemoteBinding, message: CoreMessage) -> bool:
+        """Whether the remote queue's filter and one of its consumers' filters select the message."""
+        lb = self.role.load_balancing
+        return (binding.filter_string is None or compile_selector(binding.filter_string)(message)) \
+            and self._high_priority(binding, lb if lb != LoadBalancing.OFF else LoadBalancing.ON_DEMAND, message)
 
     def connected(self, via: str, up: bool) -> None:
         for binding in self.remote.values():

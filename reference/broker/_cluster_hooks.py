@@ -155,13 +155,16 @@ class ClusterHooks:
         """Move the queue's waiting messages to remote queues of its name that have consumers, round robin:
         each as a copy with a new message ID (so the receiving side does not take it for a resend), the
         original acknowledged.  Messages of a group stay; with no remote consumer nothing moves."""
-        targets = self.state.consuming(queue)
-        if not targets or not queue.ready:
+        candidates = self.state.consuming(queue)
+        if not candidates or not queue.ready:
             return
         post_office = self.sessions.post_office
         kept = []
         for ref in list(queue.ready):
-            if ref.message.properties.get("_AMQ_GROUP_ID") is not None:
+            # a message no remote consumer would take stays (Artemis stops redistributing at such a message:
+            # a recorded deviation); so do grouped messages
+            targets = [b for b in candidates if self.state.takes(b, ref.message)]
+            if not targets or ref.message.properties.get("_AMQ_GROUP_ID") is not None:
                 kept.append(ref)
                 continue
             target = targets[self._turn % len(targets)]

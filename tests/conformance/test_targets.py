@@ -50,6 +50,7 @@ from conformance.targets import (
     render_etc,
     write_etc,
 )
+from conformance.targets._topology import ScaleDownSpec
 from reference.client import BrokerRefused, ClientSettings, connect
 from reference.config import SecurityModel, load_config
 from reference.config._login import parse_properties
@@ -124,6 +125,11 @@ TOPOLOGIES = {
     "static-cluster-of-3": Topology.cluster_of(3),
     "udp-cluster-of-3": Topology.cluster_of(3, ClusterSpec(discovery="udp", message_load_balancing="STRICT")),
     "chain-of-3": Topology.chain_of(3, ClusterSpec(max_hops=2, passwords=(("node2", "odd-one-out"),))),
+    "scale-down-groups-of-3": Topology.cluster_of(3, ClusterSpec(
+        retry_interval_multiplier=1.5, max_retry_interval_ms=4000, initial_connect_attempts=3,
+        scale_down=(ScaleDownSpec("node0", enabled=False, group_name="b"), ScaleDownSpec("node1", group_name="a"),
+                    ScaleDownSpec("node2", enabled=False, group_name="a", targets=("node0",))))),
+    "scale-down-udp-of-2": Topology.cluster_of(2, ClusterSpec(discovery="udp", scale_down=(ScaleDownSpec("node1"),))),
 }
 
 
@@ -237,6 +243,79 @@ def test_cluster_links_choose_static_targets() -> None:
     assert chain.allow_direct_connections_only
 
 
+def test_cluster_connection_renders_the_bridge_backoff(tmp_path: Path) -> None:
+    ns = {"c": "urn:activemq:core"}
+    for spec, expected in ((ClusterSpec(), ("1.0", "2000", "-1")),
+                           (ClusterSpec(retry_interval_multiplier=2.5, max_retry_interval_ms=7000,
+                                        initial_connect_attempts=0), ("2.5", "7000", "0"))):
+        topology = _resolved(Topology.cluster_of(2, spec), tmp_path)
+        core = etree.fromstring(render_broker_xml(topology, "node0").encode()).find("c:core", ns)
+        assert core is not None
+        [connection] = core.findall("c:cluster-connections/c:cluster-connection", ns)
+        names = [etree.QName(e).localname for e in connection if isinstance(e.tag, str)]
+        # Artemis 2.28.0's XSD is a sequence: this order, between retry-interval and reconnect-attempts
+        at = names.index("retry-interval")
+        assert names[at:at + 5] == ["retry-interval", "retry-interval-multiplier", "max-retry-interval",
+                                    "initial-connect-attempts", "reconnect-attempts"]
+        assert tuple(connection.findtext(f"c:{n}", namespaces=ns) for n in names[at + 1:at + 4]) == expected
+        config = load_config(write_etc(topology, "node0", tmp_path / "etc"))
+        [cluster] = config.cluster_connections
+        assert (cluster.retry_interval_multiplier, cluster.max_retry_interval, cluster.initial_connect_attempts) == (
+            spec.retry_interval_multiplier, spec.max_retry_interval_ms, spec.initial_connect_attempts)
+
+
+def test_scale_down_renders_a_live_only_ha_policy_per_node(tmp_path: Path) -> None:
+    topology = _resolved(TOPOLOGIES["scale-down-groups-of-3"], tmp_path)
+    ns = {"c": "urn:activemq:core"}
+    # node -> (enabled, group-name, connectors): node1 scales down (to every other node, in topology order),
+    # node0 and node2 only advertise a group; node2's explicit targets are rendered although it is disabled
+    expected = {"node0": ("false", "b", []), "node1": ("true", "a", ["node0", "node2"]),
+                "node2": ("false", "a", ["node0"])}
+    for node, (enabled, group, connectors) in expected.items():
+        core = etree.fromstring(render_broker_xml(topology, node).encode()).find("c:core", ns)
+        assert core is not None
+        [policy] = core.findall("c:ha-policy/*", ns)
+        assert etree.QName(policy).localname == "live-only"
+        scale = policy.find("c:scale-down", ns)
+        assert scale is not None
+        assert scale.findtext("c:enabled", namespaces=ns) == enabled
+        assert scale.findtext("c:group-name", namespaces=ns) == group
+        assert [e.text for e in scale.findall("c:connectors/c:connector-ref", ns)] == connectors
+        assert scale.find("c:discovery-group-ref", ns) is None
+        config = load_config(write_etc(topology, node, tmp_path / node / "etc"))
+        assert config.warnings == ()
+        read = config.ha_policy.scale_down
+        assert read is not None
+        assert (read.enabled, read.group_name, list(read.connectors)) == (enabled == "true", group, connectors)
+    # a node without a policy gets no <ha-policy>; under UDP discovery the scale-down names the discovery group
+    plain = _resolved(Topology.cluster_of(2), tmp_path)
+    assert "<ha-policy>" not in render_broker_xml(plain, "node1")
+    udp = _resolved(TOPOLOGIES["scale-down-udp-of-2"], tmp_path)
+    assert "<ha-policy>" not in render_broker_xml(udp, "node0")
+    core = etree.fromstring(render_broker_xml(udp, "node1").encode()).find("c:core", ns)
+    assert core is not None
+    ref = core.find("c:ha-policy/c:live-only/c:scale-down/c:discovery-group-ref", ns)
+    assert ref is not None
+    assert ref.get("discovery-group-name") == "cluster-discovery"
+    config = load_config(write_etc(udp, "node1", tmp_path / "udp" / "etc"))
+    assert config.ha_policy.scale_down is not None
+    assert config.ha_policy.scale_down.discovery_group_ref == "cluster-discovery"
+
+
+def test_scale_down_spec_chooses_its_connectors() -> None:
+    nodes = ("node0", "node1", "node2")
+    assert ScaleDownSpec("node1").connectors(nodes, "static") == ("node0", "node2")
+    assert ScaleDownSpec("node1", targets=("node2",)).connectors(nodes, "static") == ("node2",)
+    assert ScaleDownSpec("node1").connectors(nodes, "udp") == ()
+    assert ScaleDownSpec("node1").uses_discovery("udp")
+    assert not ScaleDownSpec("node1", targets=("node0",)).uses_discovery("udp")
+    assert ScaleDownSpec("node1", enabled=False, group_name="g").connectors(nodes, "static") == ()
+    assert not ScaleDownSpec("node1", enabled=False, group_name="g").uses_discovery("udp")
+    spec = ClusterSpec(scale_down=(ScaleDownSpec("node1", group_name="a"),))
+    assert spec.scale_down_of("node1") == ScaleDownSpec("node1", group_name="a")
+    assert spec.scale_down_of("node0") is None
+
+
 def test_render_needs_a_resolved_topology() -> None:
     with pytest.raises(ValueError, match="resolved"):
         render_broker_xml(Topology(), "node0")
@@ -275,6 +354,20 @@ def test_resolve_picks_distinct_ports_and_keeps_fixed_ones(tmp_path: Path) -> No
         (lambda: Topology.cluster_of(2, ClusterSpec(links=(("node0", "node7"),))), "node7 that the topology"),
         (lambda: Topology.cluster_of(2, ClusterSpec(passwords=(("nodeX", "p"),))), "nodeX that the topology"),
         (lambda: Topology.chain_of(1), "at least two nodes"),
+        (lambda: ClusterSpec(retry_interval_multiplier=0), "retry_interval_multiplier must be"),
+        (lambda: ClusterSpec(retry_interval_multiplier=float("inf")), "retry_interval_multiplier must be"),
+        (lambda: ClusterSpec(max_retry_interval_ms=0), "max_retry_interval_ms must be > 0"),
+        (lambda: ClusterSpec(initial_connect_attempts=-2), "initial_connect_attempts must be -1"),
+        (lambda: ScaleDownSpec("node1", enabled=False), "disabled and names no group-name"),
+        (lambda: ScaleDownSpec("node1", targets=("node1",)), "cannot scale down to itself"),
+        (lambda: ScaleDownSpec("node1", targets=()), "at least one node"),
+        (lambda: ScaleDownSpec("node1", targets=("node0", "node0")), "duplicate scale-down targets"),
+        (lambda: ScaleDownSpec("node1", group_name="a\nb"), "holds a newline"),
+        (lambda: ClusterSpec(scale_down=(ScaleDownSpec("node1"), ScaleDownSpec("node1", group_name="a"))),
+         "two scale-down policies"),
+        (lambda: Topology.cluster_of(2, ClusterSpec(scale_down=(ScaleDownSpec("node5"),))), "node5 that the topology"),
+        (lambda: Topology.cluster_of(2, ClusterSpec(scale_down=(ScaleDownSpec("node1", targets=("node9",)),))),
+         "node9 that the topology"),
     ],
 )
 def test_topology_refuses_what_no_broker_could_run(make: Any, message: str) -> None:

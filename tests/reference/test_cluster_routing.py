@@ -314,3 +314,19 @@ def test_a_node_that_left_is_no_longer_a_choice_but_its_waiting_messages_stay() 
     assert sessions.cluster.state.remote == {}
     sessions.route(CoreMessage(), "orders", None)
     assert len(sf.ready) == 1
+
+
+def test_redistribution_moves_only_what_a_remote_consumer_selects() -> None:
+    core = _redistributing_core(0)
+    sessions = core.session
+    assert sessions.cluster is not None
+    local = sessions.add_queue(Queue("orders", "orders", RoutingType.ANYCAST, durable=True))
+    for index, color in enumerate(("red", "blue", "red", "blue")):
+        sessions.enqueue(CoreMessage(message_id=100 + index, address="orders",
+                                     properties=TypedProperties.of(color=color)), [local], None)
+    core.now = 1.0
+    sessions.cluster.heard(B, _consumer(B, filter_string="color = 'red'").message(2).properties)
+    sessions.deliver_all()
+    sf = core.post_office.queues[sessions.cluster.role.sf_queue(B)]
+    assert [r.message.properties["color"] for r in sf.ready] == ["red", "red"]
+    assert [r.message.properties["color"] for r in local.ready] == ["blue", "blue"]
