@@ -9,6 +9,7 @@ capability raises :class:`UnsupportedByTarget`, which the suite reports as UNSUP
 from __future__ import annotations
 
 import collections
+import functools
 import re
 import signal
 import socket
@@ -20,6 +21,7 @@ from types import TracebackType
 from typing import ClassVar, Final, Self
 
 from ._errors import NodeStartError, NodeStopError, TargetError, UnsupportedByTarget
+from ._netns import NetnsNetwork, netns_unavailable, plan_netns
 from ._process import LOG_LINES_KEPT, BrokerProcess, ExitedEarly, NotReady, free_ports
 from ._topology import NodeSpec, Topology
 
@@ -120,6 +122,8 @@ class ManagedNode(Node):
         self._tail: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
         self._process: BrokerProcess | None = None
         self._prepared = False
+        #: turns the broker's command line into one that runs it elsewhere (a network namespace)
+        self.launcher: Callable[[list[str]], list[str]] | None = None
 
     # ---------------------------------------------------------------- what a kind of broker defines
 
@@ -154,8 +158,9 @@ class ManagedNode(Node):
             self.node_dir.mkdir(parents=True, exist_ok=True)
             self._prepare()
             self._prepared = True
-        process = BrokerProcess(self._argv(), ready=self.ready, log_file=self.log_file, tail=self._tail,
-                                cwd=self.node_dir, env=self._env())
+        argv = self._argv()
+        process = BrokerProcess(argv if self.launcher is None else self.launcher(argv), ready=self.ready,
+                                log_file=self.log_file, tail=self._tail, cwd=self.node_dir, env=self._env())
         self._process = process
         try:
             match = process.wait_ready(self.start_deadline_s)
@@ -315,10 +320,25 @@ class ManagedTarget(Target):
     def __init__(self, version: str, protocol_version: int, topology: Topology, workdir: Path) -> None:
         super().__init__(version, ALL_CAPABILITIES, None, protocol_version)
         self.workdir = workdir.absolute()
+        self.network: NetnsNetwork | None = None
+        if topology.network == "netns":
+            why = netns_unavailable()
+            if why is not None:
+                raise TargetError(f"topology network 'netns': {why}")
+            topology, plan = plan_netns(topology)
+            self.network = NetnsNetwork(plan)
         # ports and data directories are fixed now: a restarted node keeps its URL and its data,
         # and the nodes of a cluster name each other in their configuration
         self.topology = topology.resolve(self.workdir, free_ports, lambda n: free_ports(n, kind=socket.SOCK_DGRAM))
         self._nodes = tuple(self._make_node(spec, self.workdir / spec.name) for spec in self.topology.nodes)
+        if self.network is not None:
+            for node in self._nodes:
+                node.launcher = functools.partial(self.network.wrap, node.name)
+
+    @property
+    def kit_address(self) -> str:
+        """The kit's own address on the nodes' network (where it joins multicast groups, say)."""
+        return self.network.plan.gateway if self.network is not None else "127.0.0.1"
 
     @abstractmethod
     def _make_node(self, spec: NodeSpec, node_dir: Path) -> ManagedNode: ...
@@ -336,6 +356,8 @@ class ManagedTarget(Target):
         """Start the stopped nodes in parallel (a JVM takes seconds; a cluster's nodes wait for each
         other anyway).  If one fails, the nodes this call started are killed and its error raised."""
         stopped = [n for n in self._nodes if not n.is_running]
+        if self.network is not None and not self.network.created:
+            self.network.create()
         try:
             _run_all(stopped, ManagedNode.start)
         except BaseException:
@@ -349,6 +371,8 @@ class ManagedTarget(Target):
     def close(self) -> None:
         for node in self._nodes:
             node.close()
+        if self.network is not None:
+            self.network.destroy()
 
 
 def _run_all(nodes: Iterable[ManagedNode], action: Callable[[ManagedNode], None]) -> None:

@@ -361,9 +361,13 @@ class Topology:
     addresses: tuple[AddressSpec, ...] = field(default_factory=_default_addresses)
     address_settings: tuple[AddressSetting, ...] = field(default_factory=_default_settings)
     cluster: ClusterSpec | None = None
+    #: ``loopback``: every node on 127.0.0.1 (its own port); ``netns``: every node in a network namespace of its
+    #: own with its own address on a bridge (root only; ``_netns``), hosts chosen when the target is made
+    network: Literal["loopback", "netns"] = "loopback"
 
     def __post_init__(self) -> None:
         _check(bool(self.nodes), "a topology needs at least one node")
+        _check(self.network in ("loopback", "netns"), f"network {self.network!r} is not 'loopback' or 'netns'")
         names = [n.name for n in self.nodes]
         _check(len(names) == len(set(names)), f"duplicate node names in {names}")
         ports = [n.port for n in self.nodes if n.port]
