@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -51,7 +53,39 @@ def _run_args(options: argparse.Namespace, extra: Sequence[str]) -> list[str]:
 
 
 def _cmd_run(options: argparse.Namespace, extra: Sequence[str]) -> int:
+    if options.repeat < 1:
+        print(f"error: --repeat {options.repeat}: the number of runs must be at least 1", file=sys.stderr)
+        return 4
+    if options.repeat > 1:
+        return _repeat(options.repeat, options.argv)
     return int(pytest.main(_run_args(options, extra)))
+
+
+def _repeat(times: int, argv: Sequence[str]) -> int:
+    """Run the same selection ``times`` times in a row, each in a fresh process, stopping at the first run
+    that does not conform: how a timing case shows it passes run after run, not once."""
+    again: list[str] = []
+    skip = False
+    for arg in argv:  # the same command line without --repeat
+        if skip:
+            skip = False
+            continue
+        if arg == "--repeat":
+            skip = True
+            continue
+        if not arg.startswith("--repeat="):
+            again.append(arg)
+    started = time.monotonic()
+    for run in range(1, times + 1):
+        began = time.monotonic()
+        status = subprocess.run([sys.executable, "-m", "conformance", *again], check=False).returncode
+        print(f"run {run}/{times}: exit status {status} ({time.monotonic() - began:.0f} s)", file=sys.stderr,
+              flush=True)
+        if status != 0:
+            print(f"stopped: run {run} of {times} did not conform ({run - 1} in a row conformed)", file=sys.stderr)
+            return status
+    print(f"{times} runs in a row conformed ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+    return 0
 
 
 class _CaseCollector:
@@ -119,6 +153,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--clause", action="append", metavar="ID_OR_GLOB", help="only cases of these clauses "
                                                                              "(repeatable)")
     run.add_argument("--strict", action="store_true", help="a missed SHOULD is FAIL (pytest: --strict-should)")
+    run.add_argument("--repeat", type=int, default=1, metavar="N",
+                     help="run the selection N times in a row, each in a fresh process; stop at the first run that "
+                          "does not conform (for timing cases)")
     run.set_defaults(handler=_cmd_run)
     cases = commands.add_parser("cases", help="list the suite's case IDs (pytest --collect-only)")
     cases.set_defaults(handler=_cmd_cases)
@@ -133,6 +170,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     options, extra = parser.parse_known_args(argv)
+    options.argv = list(sys.argv[1:] if argv is None else argv)  # what --repeat runs again
     if extra and options.command == "clauses":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     return int(options.handler(options, extra))

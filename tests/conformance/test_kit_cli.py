@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,26 @@ def test_clauses_lists_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str
     (tmp_path / "bad.toml").write_text('[[clause]]\nid = "x"\n')
     assert main(["clauses", "--table", str(tmp_path)]) == 1
     assert "bad.toml: clause #1 (x): field 'level' is required" in capsys.readouterr().err
+
+
+def test_repeat_reruns_the_same_command_and_stops_at_the_first_run_that_does_not_conform(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    commands: list[list[str]] = []
+    statuses = iter([0, 0, 1, 0])
+
+    def fake_run(argv: list[str], check: bool) -> subprocess.CompletedProcess[str]:
+        commands.append(argv)
+        return subprocess.CompletedProcess(argv, next(statuses))
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    assert main(["run", "--target", "reference", "--repeat", "5", "--case", "discovery.period.*"]) == 1
+    assert len(commands) == 3
+    assert all(c[1:] == ["-m", "conformance", "run", "--target", "reference", "--case", "discovery.period.*"]
+               for c in commands)
+    assert "run 3 of 5 did not conform (2 in a row conformed)" in capsys.readouterr().err
+
+
+def test_repeat_below_one_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--repeat", "0"]) == 4
+    assert "--repeat 0" in capsys.readouterr().err
