@@ -14,7 +14,15 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from codec import CoreMessage, PropertyType, PropertyValue, RoutingType, TransportConfiguration, TypedProperties
+from codec import (
+    CoreMessage,
+    ExceptionType,
+    PropertyType,
+    PropertyValue,
+    RoutingType,
+    TransportConfiguration,
+    TypedProperties,
+)
 
 from ._cluster import (
     BRIDGE_DUP_KEY,
@@ -29,7 +37,9 @@ from ._cluster import (
     Notification,
     decode_ids,
     encode_ids,
+    internal_address,
 )
+from ._errors import BrokerError
 from ._model import Queue
 
 if TYPE_CHECKING:
@@ -83,7 +93,12 @@ class ClusterHooks:
         post_office = self.sessions.post_office
         route = message.properties.get(ROUTE_TO_KEY) if message.properties else None
         if isinstance(route, bytes):
-            local, forwards = self.state.route_to(decode_ids(route), post_office.queues_by_id)
+            try:
+                ids = decode_ids(route)
+            except ValueError as exc:
+                raise BrokerError(ExceptionType.ILLEGAL_STATE,
+                                  f"{ROUTE_TO_KEY}: {exc}") from exc
+            local, forwards = self.state.route_to(ids, post_office.queues_by_id)
             message = _without(message, ROUTE_TO_KEY)
         elif self.state.remote_on(address):
             local, forwards = self.state.choose(address, message, post_office.candidates(message, address))
@@ -129,7 +144,7 @@ class ClusterHooks:
             self._redistributing.discard(queue.name)
             return
         delay = self.role.redistribution_delay(queue.address)
-        if (not self.role.redistributes or delay < 0 or queue.temporary or queue.address.startswith("$.artemis.")
+        if (not self.role.redistributes or delay < 0 or queue.temporary or internal_address(queue.address)
                 or queue.name in self._due or queue.name in self._redistributing):
             return
         self._due[queue.name] = self.sessions.core.now + delay / 1000

@@ -23,6 +23,7 @@ from reference.broker._cluster import (
     queue_info_request,
 )
 from reference.broker._cluster_hooks import bridge_dup_id, forwardable
+from reference.broker._errors import BrokerError
 
 ME = "11111111-1111-1111-1111-111111111111"
 B = "22222222-2222-2222-2222-222222222222"
@@ -330,3 +331,10 @@ def test_redistribution_moves_only_what_a_remote_consumer_selects() -> None:
     sf = core.post_office.queues[sessions.cluster.role.sf_queue(B)]
     assert [r.message.properties["color"] for r in sf.ready] == ["red", "red"]
     assert [r.message.properties["color"] for r in local.ready] == ["blue", "blue"]
+
+
+def test_a_ragged_route_is_refused_with_a_clear_error() -> None:
+    core = _clustered_core()
+    route = TypedProperties.typed((ROUTE_TO_KEY, PropertyType.BYTES, b"\x00" * 5))
+    with pytest.raises(BrokerError, match="_AMQ_ROUTE_TO: a route of 5 bytes"):
+        core.session.route(CoreMessage(properties=route), "orders", None)
