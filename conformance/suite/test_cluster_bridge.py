@@ -192,3 +192,52 @@ def test_bridge_reconnect_backoff(case: Case, clusters: ClusterPool, cck_setting
         assert result.ok, result.explanation
 
     run(cck_settings, scenario(), CASE_S)
+
+
+# ---------------------------------------------------------------------------------------------------- crash
+
+CRASH = (
+    Case("cluster.bridge.4", "cluster.bridge-duplicates",
+         "two nodes; a subscription on node1 is the only queue of the address; the kit sends 200 durable messages "
+         "to node0 and kills node1 (SIGKILL) half-way, keeps sending, then starts node1 again and consumes",
+         "node1's subscription holds each of the 200 messages exactly once: node0's bridge resends what node1 "
+         "had not confirmed before the crash, and node1, recovered, drops what it had already stored",
+         needs=("kill", "restart"), params={"count": 200}),
+)
+
+
+@cases(*CRASH)
+def test_no_duplicates_after_the_target_crashes(case: Case, clusters: ClusterPool, cck_settings: Settings,
+                                                evidence: CaseEvidence) -> None:
+    target = clusters.get(TOPOLOGY)
+    evidence.note("target", target.describe())
+    count = case.params["count"]
+    address = unique(f"cck.bridge.{case.id}")
+    subscription = f"{address}.sub"
+
+    async def scenario() -> None:
+        async with ClusterClients(target, cck_settings) as c:
+            await c.address_on(["node0"], address, RoutingType.MULTICAST)
+            await c.queue_on(["node1"], address, subscription, routing=RoutingType.MULTICAST)
+            await listed_on(c, "node0", address, 1, FORM_S, "node1's subscription (the cluster has not formed)")
+            producer = c["node0"].create_producer(address)
+            for i in range(count):
+                await producer.send(message(i))
+                if i == count // 2:
+                    await asyncio.to_thread(target.node("node1").kill)
+        await asyncio.to_thread(target.node("node1").start)
+        async with ClusterClients(target, cck_settings) as c:
+            consumer = await c["node1"].create_consumer(subscription)
+            placement = await c.collect([("node1", consumer)], count, ARRIVE_S)
+            got = placement.found["node1"]
+            # a little longer: a duplicate would come after the last new message
+            extra = await c.collect([("node1", consumer)], 1, 2.0)
+            got += extra.found["node1"]
+        evidence.note("received", len(got))
+        duplicates = sorted({i for i in got if got.count(i) > 1})
+        missing = sorted(set(range(count)) - set(got))
+        assert not duplicates, (f"{len(duplicates)} message(s) stored twice on node1 after it crashed and the "
+                                f"bridge resent: {duplicates[:20]}")
+        assert not missing, f"{len(missing)} of {count} message(s) never reached node1: {missing[:20]}"
+
+    run(cck_settings, scenario(), CASE_S)

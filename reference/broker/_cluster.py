@@ -231,7 +231,7 @@ class ClusterState:
     remote: dict[int, RemoteBinding] = field(default_factory=dict)
     members: dict[str, TransportConfiguration | None] = field(default_factory=dict)
     _positions: dict[tuple[str, str], _Group] = field(default_factory=dict)
-    _seen: OrderedDict[bytes, None] = field(default_factory=OrderedDict)
+    _seen: OrderedDict[bytes, int] = field(default_factory=OrderedDict)  # duplicate ID -> its journal record
 
     def __post_init__(self) -> None:
         self.members.setdefault(self.role.node_id, self.role.connector)
@@ -370,13 +370,24 @@ class ClusterState:
             forwards.setdefault(self.role.sf_queue(remote.via), []).append(remote.remote_id)
         return local, forwards
 
-    def duplicate(self, dup_id: bytes) -> bool:
-        """Whether a bridged message was seen already (its ``_AMQ_BRIDGE_DUP``); remembers it if not."""
-        if dup_id in self._seen:
-            return True
-        self._seen[dup_id] = None
+    def seen(self, dup_id: bytes) -> bool:
+        """Whether a bridged message with this ``_AMQ_BRIDGE_DUP`` was routed already."""
+        return dup_id in self._seen
+
+    def remember(self, dup_id: bytes, record: int = 0) -> list[int]:
+        """Keep a duplicate ID (``record``: its journal record, 0 when not stored); returns the records of the
+        IDs the cache (id-cache-size) evicted, oldest first."""
+        self._seen[dup_id] = record
+        evicted: list[int] = []
         while len(self._seen) > max(1, self.role.id_cache_size):
-            self._seen.popitem(last=False)
+            evicted.append(self._seen.popitem(last=False)[1])
+        return evicted
+
+    def duplicate(self, dup_id: bytes) -> bool:
+        """Whether a bridged message was seen already; remembers it (unstored) if not."""
+        if self.seen(dup_id):
+            return True
+        self.remember(dup_id)
         return False
 
     # ------------------------------------------------------------------ what this node tells the others

@@ -118,11 +118,26 @@ class ClusterHooks:
         return message, queues
 
     def duplicate(self, message: CoreMessage) -> bool:
+        """Whether a bridged message was routed already (then it is dropped); remembers it if not, in the
+        journal too when it is durable, so a resend after a crash of this node is still recognised."""
         dup = message.properties.get(BRIDGE_DUP_KEY) if message.properties else None
-        if isinstance(dup, bytes) and self.state.duplicate(dup):
+        if not isinstance(dup, bytes):
+            return False
+        if self.state.seen(dup):
             LOG.info("a bridge resent a message already routed; dropped", extra={"dup_id": dup.hex()})
             return True
+        storage = self.sessions.core.storage
+        record = storage.duplicate_id_added(dup) if message.durable else 0
+        for evicted in self.state.remember(dup, record):
+            storage.duplicate_id_removed(evicted)
         return False
+
+    def restore_duplicates(self, stored: list[tuple[int, bytes]]) -> None:
+        """The duplicate IDs the journal kept (oldest first), back in the cache after a restart."""
+        storage = self.sessions.core.storage
+        for record, dup in stored:
+            for evicted in self.state.remember(dup, record):
+                storage.duplicate_id_removed(evicted)
 
     # ------------------------------------------------------------------ notifications out
 

@@ -13,6 +13,9 @@ REF_COUNTED a REF updated when its delivery was cancelled (rollback, consumer or
             session close): 8-byte message ID, 4-byte delivery count, queue name;
             as Artemis, which writes the count on cancel, so a redelivery after a
             graceful restart still carries the redelivered mark
+DUP_ID      the duplicate ID of a durable message a cluster bridge delivered
+            (``_AMQ_BRIDGE_DUP``), so a bridge's resend after this node crashed and
+            recovered is still recognised; deleted as the cache (id-cache-size) evicts it
 ==========  =========================================================================
 
 Local transactions write their records with the journal transaction at commit;
@@ -43,9 +46,9 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger("reference.journal")
 
-__all__ = ["ADDRESS", "MESSAGE", "QUEUE", "REF", "REF_COUNTED", "JournalStorage", "RecoveryReport"]
+__all__ = ["ADDRESS", "DUP_ID", "MESSAGE", "QUEUE", "REF", "REF_COUNTED", "JournalStorage", "RecoveryReport"]
 
-ADDRESS, QUEUE, MESSAGE, REF, REF_COUNTED = 1, 2, 3, 4, 5
+ADDRESS, QUEUE, MESSAGE, REF, REF_COUNTED, DUP_ID = 1, 2, 3, 4, 5, 6
 _MESSAGE_ID = struct.Struct(">q")
 _COUNTED = struct.Struct(">qi")  # message ID, delivery count
 
@@ -74,6 +77,8 @@ class JournalStorage:
         self._refs_left: dict[int, int] = defaultdict(int)  # message ID -> durable refs not yet acked
         self._pending_refs: dict[int, list[int]] = {}
         self.core: BrokerCore | None = None
+        #: (record ID, duplicate ID) of the DUP_ID records found at recovery, oldest first
+        self.recovered_duplicate_ids: list[tuple[int, bytes]] = []
 
     def _id(self) -> int:
         assert self.core is not None, "attach the storage to a core first"
@@ -157,6 +162,15 @@ class JournalStorage:
     def tx_rollback(self, tx_id: int) -> None:
         self.journal.rollback(tx_id)
 
+    def duplicate_id_added(self, dup_id: bytes) -> int:
+        record = self._id()
+        self.journal.add(record, DUP_ID, dup_id)
+        return record
+
+    def duplicate_id_removed(self, record: int) -> None:
+        if record and self.journal.is_live(record):
+            self.journal.delete(record)
+
     def sync(self) -> None:
         if self.journal.pending:
             self.journal.sync()
@@ -217,6 +231,8 @@ class JournalStorage:
                 messages[record.record_id] = decode_message(record.payload)
             elif record.user_type == REF:
                 refs.append((record.record_id, record.payload, 0))
+            elif record.user_type == DUP_ID:
+                self.recovered_duplicate_ids.append((record.record_id, record.payload))
             elif record.user_type == REF_COUNTED:
                 message_id, count = _COUNTED.unpack_from(record.payload)
                 refs.append((record.record_id, _MESSAGE_ID.pack(message_id) + record.payload[_COUNTED.size:], count))
@@ -234,6 +250,9 @@ class JournalStorage:
             for record in tx.records:
                 highest = max(highest, record.record_id)
         post_office.restart_ids_after(highest)
+        self.recovered_duplicate_ids.sort()
+        if core.session.cluster is not None:
+            core.session.cluster.restore_duplicates(self.recovered_duplicate_ids)
         return RecoveryReport(
             addresses=len(self._address_ids), queues=len(self._queue_ids),
             messages=len(by_record), prepared=len(recovery.prepared),

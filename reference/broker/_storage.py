@@ -27,6 +27,8 @@ class Storage(Protocol):
     def tx_commit(self, tx_id: int) -> None: ...
     def tx_rollback(self, tx_id: int) -> None: ...
     def take_ref_ids(self, message_id: int) -> list[int]: ...
+    def duplicate_id_added(self, dup_id: bytes) -> int: ...
+    def duplicate_id_removed(self, record: int) -> None: ...
     def sync(self) -> None: ...
 
 
@@ -62,6 +64,12 @@ class MemoryStorage:
 
     def take_ref_ids(self, message_id: int) -> list[int]:
         return []
+
+    def duplicate_id_added(self, dup_id: bytes) -> int:
+        return 0
+
+    def duplicate_id_removed(self, record: int) -> None:
+        return None
 
     def sync(self) -> None:
         return None
