@@ -27,6 +27,7 @@ from reference.client import (
     RANDOM,
     RANDOM_STICKY,
     ROUND_ROBIN,
+    Connection,
     Connector,
     ServerLocator,
     connect,
@@ -74,24 +75,26 @@ def _node_of(target: Target, connector: Connector) -> str:
 
 
 async def _learnt_topology(target: Target, seconds: float) -> dict[str, str]:
-    """Connect to node0 and wait until its topology names every node with a usable connector; node ID -> node."""
+    """Wait until a client of *every* node learns every node with a usable connector (a locator's first
+    connection may land on any of them and takes that node's topology); node ID -> node."""
     settings = client_settings(target, reconnect_attempts=0)
-    async with await connect(target.nodes[0].url, settings=settings) as probe:
-        names: dict[str, str] = {}
+    names: dict[str, str] = {}
+    for node in target.nodes:
+        async with await connect(node.url, settings=settings) as probe:
 
-        def complete() -> bool:
-            names.clear()
-            for node_id, member in probe.core.topology.items():
-                connector = connector_of(member.live) if member.live is not None else None
-                if connector is not None:
-                    names[node_id] = _node_of(target, connector)
-            return {n.name for n in target.nodes} <= set(names.values())
+            def complete(probe: Connection = probe) -> bool:
+                names.clear()
+                for node_id, member in probe.core.topology.items():
+                    connector = connector_of(member.live) if member.live is not None else None
+                    if connector is not None:
+                        names[node_id] = _node_of(target, connector)
+                return {n.name for n in target.nodes} <= set(names.values())
 
-        try:
-            await wait_until(complete, seconds, f"a client of node0 learning all {NODES} cluster members")
-        except TimeoutError as exc:
-            raise AssertionError(f"{exc}; topology learnt: {names or 'no member with a connector'}") from None
-        return dict(names)
+            try:
+                await wait_until(complete, seconds, f"a client of {node.name} learning all {NODES} cluster members")
+            except TimeoutError as exc:
+                raise AssertionError(f"{exc}; topology learnt: {names or 'no member with a connector'}") from None
+    return dict(names)
 
 
 async def _landings(target: Target, locator: ServerLocator, count: int) -> list[str]:
