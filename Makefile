@@ -50,7 +50,7 @@ EXTRA_PYTHONS := $(subst $(space),:,$(strip $(wildcard $(HOME)/.pyenv/versions/3
 UNIT_ENVS := lint,type,py311,py312,py313,reports
 CONFORMANCE_ENVS := conformance-reference,conformance-artemis244,conformance-artemis228
 test: setup
-	PATH="$$PATH$(if $(EXTRA_PYTHONS),:$(EXTRA_PYTHONS))" $(BIN)/tox run-parallel -p 2 -e $(UNIT_ENVS)
+	PATH="$$PATH$(if $(EXTRA_PYTHONS),:$(EXTRA_PYTHONS))" $(BIN)/tox run-parallel -p 2 --parallel-no-spinner -e $(UNIT_ENVS)
 	PATH="$$PATH$(if $(EXTRA_PYTHONS),:$(EXTRA_PYTHONS))" $(BIN)/tox run -e $(CONFORMANCE_ENVS)
 
 vectors: setup
