@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ._pipeline import build_report
     from ._schema import READ_VERSION, EvidenceSchema, load_schema
     from ._spark import spark_session
+    from ._synth import Rates, write_evidence
     from ._timing import timing_attempts, timing_outliers, timing_summary
 
 __all__ = [
@@ -46,6 +47,8 @@ __all__ = [
     "read_clause_table",
     "clause_coverage",
     "build_report",
+    "Rates",
+    "write_evidence",
 ]
 
 _LAZY = {
@@ -57,6 +60,7 @@ _LAZY = {
     "delivery_audit": "_audit", "audit_findings": "_audit",
     "read_clause_table": "_coverage", "clause_coverage": "_coverage",
     "build_report": "_pipeline",
+    "Rates": "_synth", "write_evidence": "_synth",
 }
 
 

@@ -1,4 +1,5 @@
-"""``python -m reports report --evidence DIR --out DIR [--master URL]``: build the report site.
+"""``python -m reports report --evidence DIR --out DIR [--master URL]``: build the report site;
+``python -m reports synth --out DIR [--runs N] [--events M] [--seed S]``: write synthetic evidence.
 
 Exit status: 0 the site was built (quarantined rows are reported, not fatal); 1 the Spark job failed;
 2 bad input or usage (a missing evidence directory, a run of an unreadable schema version, no pyspark).
@@ -56,6 +57,23 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--clause-table", type=Path, metavar="DIR",
                         help="clause table directory (*.toml) for coverage; default: the kit's conformance/clauses")
     report.add_argument("-q", "--quiet", action="store_true", help="print only the path of index.html")
+    synth = commands.add_parser(
+        "synth", help="write seeded synthetic evidence (histories with planted anomalies) for scale tests",
+        description="Write N synthetic runs (run.json, cases.jsonl, history.jsonl, history_results.jsonl) with "
+                    "about M HISTORY rows in all and lost, duplicated, out-of-order and unexpected messages "
+                    "planted at the given per-key rates.  The same seed writes the same files.")
+    synth.add_argument("--runs", type=int, default=1, metavar="N", help="runs to write (default 1)")
+    synth.add_argument("--events", type=int, default=10_000, metavar="M",
+                       help="HISTORY rows in all, about (default 10000)")
+    synth.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    synth.add_argument("--out", required=True, type=Path, metavar="DIR", help="a new or empty directory")
+    synth.add_argument("--keys-per-history", type=int, default=1000, metavar="K",
+                       help="keys sent per history (default 1000)")
+    for name in ("lost", "duplicated", "out-of-order", "unexpected"):
+        synth.add_argument(f"--{name}", type=float, default=0.001, metavar="RATE",
+                           help=f"share of keys {name.replace('-', ' ')} (default 0.001)")
+    synth.add_argument("--ack", type=float, default=0.5, metavar="RATE",
+                       help="share of received keys acked (default 0.5)")
     return parser
 
 
@@ -146,10 +164,35 @@ def _report(args: argparse.Namespace, progress: _Progress) -> int:
     return EXIT_OK
 
 
+def _synth(args: argparse.Namespace) -> int:
+    import json
+
+    from ._synth import Rates, write_evidence
+
+    out: Path = args.out
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ReportError(f"{out}: --out must be a new or empty directory")
+    try:
+        rates = Rates(lost=args.lost, duplicated=args.duplicated, out_of_order=args.out_of_order,
+                      unexpected=args.unexpected, ack=args.ack)
+        started = time.monotonic()
+        synthesis = write_evidence(out, runs=args.runs, events=args.events, seed=args.seed, rates=rates,
+                                   keys_per_history=args.keys_per_history)
+    except ValueError as exc:
+        raise ReportError(str(exc)) from None
+    summary = synthesis.to_json()
+    print(f"{len(synthesis.run_ids)} run(s), {synthesis.events} history rows, planted {summary['planted']} "
+          f"({time.monotonic() - started:.1f} s)", file=sys.stderr)
+    print(json.dumps(summary))
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    progress = _Progress(sys.stderr, args.quiet)
+    progress = _Progress(sys.stderr, getattr(args, "quiet", False))
     try:
+        if args.command == "synth":
+            return _synth(args)
         return _report(args, progress)
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
