@@ -254,11 +254,16 @@ class ClusterState:
             del self.remote[binding.binding_id]
         return gone
 
+    @staticmethod
+    def key_of(via: str, cluster_name: str) -> int:
+        """The ID of the remote binding for ``cluster_name`` learnt through the bridge to ``via``."""
+        return stable_id(f"remote:{via}:{cluster_name}")
+
     def apply(self, via: str, note: Notification) -> RemoteBinding | None:
         """A notification heard through the bridge to ``via``; returns the remote binding it changed."""
         if not self.wanted(via, note):
             return None
-        key = stable_id(f"remote:{via}:{note.cluster_name}")
+        key = self.key_of(via, note.cluster_name)
         binding = self.remote.get(key)
         if note.kind == "BINDING_ADDED":
             if binding is None:

@@ -285,7 +285,7 @@ class ClusterHooks:
         note = Notification.read(properties)
         if note is None:
             return
-        before = self.state.remote.get(_key(self.state, via, note))
+        before = self.state.remote.get(self.state.key_of(via, note.cluster_name))
         changed = self.state.apply(via, note)
         if changed is None:
             return
@@ -300,11 +300,6 @@ class ClusterHooks:
                 self._consumers_changed(local)
         # queues whose choice may now differ get another look (ON_DEMAND follows consumers)
         self.sessions.dirty.update(self.sessions.post_office.candidates(CoreMessage(), changed.address))
-
-
-def _key(state: ClusterState, via: str, note: Notification) -> int:
-    return next((b.binding_id for b in state.remote.values() if b.via == via and b.cluster_name == note.cluster_name),
-                0)
 
 
 def _without(message: CoreMessage, key: str) -> CoreMessage:

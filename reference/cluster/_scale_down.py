@@ -81,10 +81,10 @@ async def _target(config: BrokerConfig, core: BrokerCore, udp: UdpGroups,
     return None
 
 
-def _waiting(core: BrokerCore, target_sf: str) -> list[tuple[Queue, list[MessageRef]]]:
+def _waiting(core: BrokerCore) -> list[tuple[Queue, list[MessageRef]]]:
     """The queues to empty, fullest first (as Artemis orders them), with their waiting messages."""
     queues = [q for q in core.post_office.queues.values()
-              if q.ready and not q.temporary and (not internal_address(q.address) or q.name == target_sf
+              if q.ready and not q.temporary and (not internal_address(q.address)
                                                    or q.name.startswith(SF_PREFIX))]
     queues.sort(key=lambda q: len(q.ready), reverse=True)
     return [(q, list(q.ready)) for q in queues]
@@ -114,7 +114,7 @@ async def _ensure_queue(session: Session, queue: Queue) -> None:
 
 async def _move(core: BrokerCore, server: BrokerServer, session: Session, target_sf: str) -> int:
     producer = session.create_producer()
-    waiting = _waiting(core, target_sf)
+    waiting = _waiting(core)
     for queue, _ in waiting:
         if not queue.name.startswith(SF_PREFIX):
             await _ensure_queue(session, queue)
