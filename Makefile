@@ -11,18 +11,26 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# libpcap lets scapy compile BPF filters for the loopback capture tests.
+# libpcap lets scapy compile BPF filters for the loopback capture tests; Chromium renders the report site
+# in the browser test (tests/reports/test_browser.py).
 system-deps:
 	@if ! ldconfig -p 2>/dev/null | grep -q libpcap.so; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && apt-get install -y -qq libpcap0.8 >/dev/null; \
 	  else echo "note: libpcap not found and cannot be installed here; capture tests will say so"; fi; \
 	fi
+	@if ! command -v chromium >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else echo "note: chromium not found and cannot be installed here; the browser test will say so"; fi; \
+	fi
 
 setup: $(BIN)/python system-deps
 	$(BIN)/pip install -q -e '.[dev]' tox
 	$(BIN)/python -m conformance.artemis fetch
 	$(BIN)/python -m conformance.artemis build-tools
+	@if command -v npm >/dev/null; then $(BIN)/python -m reports install-allure; \
+	else echo "note: npm not found: the allure HTML report will not be built (python -m reports install-allure)"; fi
 
 # The main job: the conformance suite against the embedded reference broker, evidence
 # and allure results under evidence/<run-id>/, then the report site of that (newest) run
@@ -36,6 +44,8 @@ main: setup
 	$(BIN)/python -m reports report --evidence "$$newest" --out "report/$$(basename "$$newest")" || exit $$?; \
 	echo "evidence: $(CURDIR)/$$newest/"; \
 	echo "report:   $(CURDIR)/report/$$(basename "$$newest")/index.html"; \
+	if [ -f "report/$$(basename "$$newest")/allure/index.html" ]; then \
+	  echo "allure:   $(CURDIR)/report/$$(basename "$$newest")/allure/index.html"; fi; \
 	exit $$status
 
 # pyenv hides Pythons that are installed but not selected; put every installed

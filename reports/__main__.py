@@ -1,5 +1,6 @@
 """``python -m reports report --evidence DIR --out DIR [--master URL]``: build the report site;
-``python -m reports synth --out DIR [--runs N] [--events M] [--seed S]``: write synthetic evidence.
+``python -m reports synth --out DIR [--runs N] [--events M] [--seed S]``: write synthetic evidence;
+``python -m reports install-allure``: install the pinned allure (npm) the allure HTML report is built with.
 
 Exit status: 0 the site was built (quarantined rows are reported, not fatal); 1 the Spark job failed;
 2 bad input or usage (a missing evidence directory, a run of an unreadable schema version, no pyspark).
@@ -56,6 +57,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="a Spark setting (repeatable), e.g. spark.driver.memory=4g")
     report.add_argument("--clause-table", type=Path, metavar="DIR",
                         help="clause table directory (*.toml) for coverage; default: the kit's conformance/clauses")
+    report.add_argument("--allure", choices=("auto", "require", "off"), default="auto",
+                        help="the allure HTML report (OUT/allure/index.html): auto builds it when the pinned allure "
+                             "is installed (python -m reports install-allure) and says why not otherwise; require "
+                             "makes its absence an error; off skips it (default: auto)")
     report.add_argument("-q", "--quiet", action="store_true", help="print only the path of index.html")
     synth = commands.add_parser(
         "synth", help="write seeded synthetic evidence (histories with planted anomalies) for scale tests",
@@ -74,6 +79,10 @@ def _parser() -> argparse.ArgumentParser:
                            help=f"share of keys {name.replace('-', ' ')} (default 0.001)")
     synth.add_argument("--ack", type=float, default=0.5, metavar="RATE",
                        help="share of received keys acked (default 0.5)")
+    commands.add_parser(
+        "install-allure", help="install the pinned Allure Report 3 (npm, needs Node.js) for the allure HTML report",
+        description="Run npm ci with the kit's lockfile (reports/allure/) in $CCK_ALLURE_HOME, by default "
+                    "~/.cache/core-conformance-kit/allure/<version>; nothing happens when it is there already.")
     return parser
 
 
@@ -150,16 +159,18 @@ def _report(args: argparse.Namespace, progress: _Progress) -> int:
 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / MARKER).write_text("written by python -m reports report\n", encoding="utf-8")
-    for owned in ("cases", "data"):
+    for owned in ("cases", "data", "allure"):
         shutil.rmtree(args.out / owned, ignore_errors=True)
     with progress.step(f"spark session ({args.master or 'local mode'})"):
         spark = spark_session(args.master, conf)
     try:
         result = build_report(spark, args.evidence, args.out, clauses=args.clause_table or CLAUSE_DIR,
-                              progress=progress)
+                              progress=progress, allure=args.allure)
     finally:
         spark.stop()
     progress.note(f"{result.runs} run(s), {result.quarantined} quarantined row(s), {result.seconds:.1f} s")
+    if result.allure_index is not None:
+        progress.note(f"allure report: {result.allure_index}")
     print(result.index)
     return EXIT_OK
 
@@ -187,12 +198,28 @@ def _synth(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _install_allure() -> int:
+    from ._allure_html import ALLURE_VERSION, allure_bin, allure_home, install_allure
+
+    home = allure_home()
+    if allure_bin(home) is not None:
+        print(f"allure {ALLURE_VERSION} is installed in {home}", file=sys.stderr)
+        return EXIT_OK
+    started = time.monotonic()
+    print(f"installing allure {ALLURE_VERSION} into {home} (npm ci) ...", file=sys.stderr)
+    cli = install_allure(home)
+    print(f"allure {ALLURE_VERSION} installed ({time.monotonic() - started:.0f} s): {cli}", file=sys.stderr)
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     progress = _Progress(sys.stderr, getattr(args, "quiet", False))
     try:
         if args.command == "synth":
             return _synth(args)
+        if args.command == "install-allure":
+            return _install_allure()
         return _report(args, progress)
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)

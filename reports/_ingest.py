@@ -1,7 +1,8 @@
 """Ingest: evidence runs (JSON Lines) -> validated rows with explicit schemas -> Parquet; bad rows -> quarantine.
 
 Layout read: ``<evidence>/<run-id>/run.json`` and the ``*.jsonl`` files the schema's ``FILES`` names (any
-depth below ``<evidence>``, so the tox layout ``<evidence>/<target>/<run-id>/`` works too).
+depth below ``<evidence>``, so the tox layout ``<evidence>/<target>/<run-id>/`` works too), and allure-pytest's
+``<run-id>/allure-results/*-result.json`` (table ``allure``, :mod:`reports._allure`).
 
 What happens to bad input:
 
@@ -9,6 +10,8 @@ What happens to bad input:
   ``schema_version``, of the wrong kind, with a missing required field, a wrong type or the wrong
   ``run_id`` is **quarantined**: one quarantine row (file, line, reason) and the job goes on.  Fields the
   schema does not know are ignored (the schema's version policy: readers ignore unknown fields).
+* An allure result file that is not JSON or lacks its uuid, name or a known status is quarantined (line 0,
+  kind ``allure``).
 * A run whose ``run.json`` is missing, not JSON or invalid is quarantined **as a whole** (one row naming
   ``run.json``; its other files are not read): without its target, its rows cannot be placed.
 * A run whose ``run.json`` declares a ``schema_version`` this pipeline cannot read is an **error**
@@ -30,6 +33,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
+from ._allure import ALLURE_STRUCT, RESULT_SUFFIX, parse_allure_file
 from ._errors import EvidenceError, SchemaVersionError
 from ._schema import EvidenceSchema, FieldSpec, load_schema
 
@@ -90,6 +94,8 @@ class Extracted:
     runs_quarantined: tuple[Quarantined, ...]
     #: The parsed files, persisted so rows and quarantine come from one read (unpersist when loaded).
     persisted: tuple[DataFrame, ...] = ()
+    #: Every run's ``allure-results`` directory that holds results (for the allure HTML report).
+    allure_dirs: tuple[Path, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------- rows
@@ -215,6 +221,8 @@ def extract(spark: SparkSession, evidence: Path, schema: EvidenceSchema) -> Extr
     runs: list[tuple[Any, ...]] = []
     refused: list[Quarantined] = []
     files: list[RunFile] = []
+    allure_files: list[RunFile] = []
+    allure_dirs: list[Path] = []
     run_struct = schema.struct("run")
     target_at = run_struct.fieldNames().index("target")
     run_id_at = run_struct.fieldNames().index("run_id")
@@ -229,6 +237,11 @@ def extract(spark: SparkSession, evidence: Path, schema: EvidenceSchema) -> Extr
             if kind != "run" and path.is_file():
                 files.append(RunFile(str(path.resolve()), path.relative_to(evidence).as_posix(), kind,
                                      row[run_id_at], row[target_at]))
+        results = sorted((directory / "allure-results").glob("*" + RESULT_SUFFIX))
+        if results:
+            allure_dirs.append(directory / "allure-results")
+        allure_files.extend(RunFile(str(path.resolve()), path.relative_to(evidence).as_posix(), "allure",
+                                    row[run_id_at], row[target_at]) for path in results)
 
     if not runs and not refused:
         raise EvidenceError(evidence, "no evidence runs found (expected <run-id>/run.json and *.jsonl below it)")
@@ -256,10 +269,23 @@ def extract(spark: SparkSession, evidence: Path, schema: EvidenceSchema) -> Extr
         persisted.append(both)
         tables[kind] = both.where("row IS NOT NULL").select("row.*")
         quarantines.append(both.where("bad IS NOT NULL").select("bad.*"))
+    if allure_files:
+        slices = max(1, min(len(allure_files), context.defaultParallelism * 4))
+        parsed = context.parallelize(allure_files, slices).flatMap(
+            lambda f: parse_allure_file(f.path, f.relative, f.run_id, f.target))
+        both = spark.createDataFrame(parsed, StructType([
+            StructField("row", ALLURE_STRUCT, True),
+            StructField("bad", QUARANTINE_STRUCT, True),
+        ])).persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(both)
+        tables["allure"] = both.where("row IS NOT NULL").select("row.*")
+        quarantines.append(both.where("bad IS NOT NULL").select("bad.*"))
+    else:
+        tables["allure"] = spark.createDataFrame([], ALLURE_STRUCT)
     quarantine = quarantines[0]
     for more in quarantines[1:]:
         quarantine = quarantine.unionByName(more)
-    return Extracted(runs_df, tables, quarantine, len(runs), tuple(refused), tuple(persisted))
+    return Extracted(runs_df, tables, quarantine, len(runs), tuple(refused), tuple(persisted), tuple(allure_dirs))
 
 
 def load(extracted: Extracted, data: Path) -> None:
@@ -271,8 +297,8 @@ def load(extracted: Extracted, data: Path) -> None:
 def read_tables(spark: SparkSession, data: Path, schema: EvidenceSchema) -> dict[str, DataFrame]:
     """The stored tables, read back with their explicit schemas (never inferred), columns in schema order."""
     tables: dict[str, DataFrame] = {}
-    for kind in schema.records:
-        struct = schema.struct(kind)
+    structs = {kind: schema.struct(kind) for kind in schema.records}
+    for kind, struct in {**structs, "allure": ALLURE_STRUCT}.items():
         path = data / kind
         if any(path.glob("run_id=*")):
             tables[kind] = spark.read.schema(struct).parquet(str(path)).select(*struct.fieldNames())

@@ -17,22 +17,29 @@ from typing import Any, Protocol
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
+from ._allure import allure_agreement, allure_status_counts
+from ._allure_html import allure_bin, build_allure_report
 from ._audit import audit_findings, delivery_audit
 from ._coverage import CLAUSE_DIR, CLAUSE_STRUCT, clause_coverage, read_clause_table
+from ._errors import ReportError
 from ._ingest import extract, load, read_tables, write_quarantine
 from ._matrix import conformance_matrix
 from ._schema import SCHEMA_PATH, load_schema
-from ._site import CasePage, SiteData, TimingPlot, natural_key, render_site
+from ._site import ALLURE_DIR, AllureSection, CasePage, SiteData, TimingPlot, natural_key, render_site
 from ._svg import Attempt
 from ._timing import timing_attempts, timing_outliers, timing_summary
 
-__all__ = ["Progress", "QuietProgress", "ReportResult", "build_report", "collect_site_data"]
+__all__ = ["ALLURE_MODES", "Progress", "QuietProgress", "ReportResult", "build_report", "collect_site_data"]
 
 #: Evidence kinds shown on a case page, in this order (history rows stay in Parquet: they can be many).
 CASE_PAGE_KINDS = ("timing", "history_result", "attempt", "note", "wire")
 #: Columns every row has that a case page need not repeat.
 _PAGE_HIDDEN = {"kind", "schema_version", "run_id", "case_id", "target"}
 FINDINGS_SHOWN = 500
+ALLURE_PROBLEMS_SHOWN = 500
+#: ``auto``: build the allure HTML report when the pinned allure is installed, else say why not on the site;
+#: ``require``: not being able to build it is an error; ``off``: do not build it.
+ALLURE_MODES = ("auto", "require", "off")
 PLOT_POINTS = 2000
 
 
@@ -58,6 +65,8 @@ class QuietProgress:
 @dataclass(frozen=True)
 class ReportResult:
     index: Path
+    #: The allure HTML report's index, when one was built.
+    allure_index: Path | None
     runs: int
     rows: Mapping[str, int]
     quarantined: int
@@ -106,7 +115,8 @@ def _case_pages(matrix: Sequence[Mapping[str, Any]], tables: Mapping[str, DataFr
 
 def collect_site_data(spark: SparkSession, tables: Mapping[str, DataFrame], clauses: Path, *, evidence: str,
                       quarantine: Path, quarantine_count: int, progress: Progress,
-                      wire_shown: int = 200) -> SiteData:
+                      wire_shown: int = 200, allure_report: str | None = None,
+                      allure_note: str | None = None) -> SiteData:
     """Run every transform on the stored tables and collect what the pages show."""
     with progress.step("conformance matrix"):
         matrix = _dicts(conformance_matrix(tables["case"], tables["run"]).collect())
@@ -134,6 +144,15 @@ def collect_site_data(spark: SparkSession, tables: Mapping[str, DataFrame], clau
         clause_rows = spark.createDataFrame(read_clause_table(clauses), CLAUSE_STRUCT)
         coverage = sorted(_dicts(clause_coverage(clause_rows, tables["case"]).collect()),
                           key=lambda c: (c["group"] or "~", natural_key(c["clause_id"])))
+    with progress.step("allure cross-check"):
+        counts = sorted(_dicts(allure_status_counts(tables["allure"]).collect()),
+                        key=lambda r: (r["run_id"], r["target"]))
+        agreement = allure_agreement(tables["allure"], tables["case"]).cache()
+        checked = agreement.count()
+        problems_df = agreement.where(~F.col("agrees"))
+        problems_total = problems_df.count()
+        problems = _dicts(problems_df.orderBy("run_id", "case_id").limit(ALLURE_PROBLEMS_SHOWN).collect())
+        agreement.unpersist()
     with progress.step("case pages"):
         pages = _case_pages(matrix, tables, tables["run"], spark, wire_shown)
     runs = sorted(_dicts(tables["run"].collect()), key=lambda r: (r["started"], r["run_id"]))
@@ -146,12 +165,37 @@ def collect_site_data(spark: SparkSession, tables: Mapping[str, DataFrame], clau
         evidence=evidence, runs=runs, matrix=matrix, timing_summary=summary,
         timing_plots=[TimingPlot(t, c, n, points) for (t, c, n), points in plots.items()],
         timing_outliers=outliers, audit=audit, findings=findings, findings_total=findings_total,
-        coverage=coverage, quarantine_count=quarantine_count, quarantine_sample=sample, case_pages=pages)
+        coverage=coverage, quarantine_count=quarantine_count, quarantine_sample=sample, case_pages=pages,
+        allure=AllureSection(counts=counts, checked=checked, problems=problems, problems_total=problems_total,
+                             report=allure_report, note=allure_note))
+
+
+def _allure_html(dirs: Sequence[Path], out: Path, mode: str, progress: Progress) -> tuple[Path | None, str | None]:
+    """Build the allure HTML report under ``out/allure`` as ``mode`` says: (its index, or why there is none)."""
+    if mode == "off":
+        return None, "not built (--allure off)"
+    if not dirs:
+        if mode == "require":
+            raise ReportError("--allure require: no run below --evidence has allure-results")
+        return None, "not built: no run has allure-results"
+    cli = allure_bin()
+    if cli is None:
+        why = "the pinned allure is not installed (python -m reports install-allure)"
+        if mode == "require":
+            raise ReportError(f"--allure require: {why}")
+        progress.note(f"allure HTML report not built: {why}")
+        return None, f"not built: {why}"
+    with progress.step(f"allure HTML report ({len(dirs)} allure-results)"):
+        return build_allure_report(dirs, out / ALLURE_DIR, cli=cli, name=f"Core Conformance Kit: {out.name}"), None
 
 
 def build_report(spark: SparkSession, evidence: Path, out: Path, *, clauses: Path = CLAUSE_DIR,
-                 schema_path: Path = SCHEMA_PATH, progress: Progress | None = None) -> ReportResult:
-    """Evidence under ``evidence`` -> Parquet under ``out/data`` and the site under ``out``."""
+                 schema_path: Path = SCHEMA_PATH, progress: Progress | None = None,
+                 allure: str = "auto") -> ReportResult:
+    """Evidence under ``evidence`` -> Parquet under ``out/data``, the site under ``out`` and, as ``allure``
+    (one of :data:`ALLURE_MODES`) says, the allure HTML report under ``out/allure``."""
+    if allure not in ALLURE_MODES:
+        raise ReportError(f"allure mode {allure!r}: expected one of {', '.join(ALLURE_MODES)}")
     progress = progress or QuietProgress()
     started = time.monotonic()
     schema = load_schema(schema_path)
@@ -163,13 +207,16 @@ def build_report(spark: SparkSession, evidence: Path, out: Path, *, clauses: Pat
         quarantined = write_quarantine(extracted.quarantine, quarantine_path)
         for frame in extracted.persisted:
             frame.unpersist()
+    allure_index, allure_note = _allure_html(extracted.allure_dirs, out, allure, progress)
     tables = read_tables(spark, out / "data", schema)
     rows = {kind: frame.count() for kind, frame in tables.items()}
     progress.note("rows: " + ", ".join(f"{kind} {count}" for kind, count in rows.items())
                   + f"; quarantined {quarantined}" + (f" (see {quarantine_path})" if quarantined else ""))
     data = collect_site_data(spark, tables, clauses, evidence=evidence.name or str(evidence),
-                             quarantine=quarantine_path, quarantine_count=quarantined, progress=progress)
+                             quarantine=quarantine_path, quarantine_count=quarantined, progress=progress,
+                             allure_report=f"{ALLURE_DIR}/index.html" if allure_index else None,
+                             allure_note=allure_note)
     with progress.step("site"):
         index = render_site(data, out)
-    return ReportResult(index=index, runs=rows["run"], rows=rows, quarantined=quarantined,
+    return ReportResult(index=index, allure_index=allure_index, runs=rows["run"], rows=rows, quarantined=quarantined,
                         seconds=time.monotonic() - started)

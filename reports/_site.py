@@ -5,6 +5,8 @@ any static web server.  Layout of ``OUT/``::
 
     index.html                     the matrix, the runs, the quarantine count
     timing.html audit.html coverage.html
+    allure.html                    allure's statuses per run and their cross-check against the verdicts
+    allure/index.html              the allure HTML report (one self-contained file), when built
     cases/<target>@<version>/<case>.html        one page per matrix cell (latest run's evidence)
     cases/<target>@<version>/<case>.wire.jsonl  that case's whole wire log
     quarantine.jsonl               refused evidence rows (file, line, reason)
@@ -25,9 +27,15 @@ from markupsafe import Markup
 
 from ._svg import Attempt, schedule_plot
 
-__all__ = ["CasePage", "TimingPlot", "SiteData", "cell_key", "case_page_path", "natural_key", "render_site"]
+#: allure's statuses, in the order the allure page shows them (kept here: this module imports no pyspark).
+ALLURE_STATUSES = ("passed", "failed", "broken", "skipped", "unknown")
+
+__all__ = ["ALLURE_DIR", "ALLURE_STATUSES", "AllureSection", "CasePage", "TimingPlot", "SiteData", "cell_key",
+           "case_page_path", "natural_key", "render_site"]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+#: Where the allure HTML report goes below the site root.
+ALLURE_DIR = "allure"
 
 #: Verdict -> CSS class (colours are in the base template).
 VERDICT_CLASS = {"PASS": "pass", "PASS_LENIENT": "lenient", "UNSUPPORTED": "unsupported",
@@ -82,6 +90,20 @@ class TimingPlot:
 
 
 @dataclass(frozen=True)
+class AllureSection:
+    """The allure page: status counts per run, the verdict cross-check, and the HTML report's link or why not."""
+
+    counts: Sequence[Mapping[str, Any]] = ()
+    checked: int = 0
+    problems: Sequence[Mapping[str, Any]] = ()
+    problems_total: int = 0
+    #: The report's index relative to the site root, when it was built.
+    report: str | None = None
+    #: Why there is no report (shown instead of the link).
+    note: str | None = None
+
+
+@dataclass(frozen=True)
 class SiteData:
     """Everything the pages show, collected from the jobs' outputs."""
 
@@ -98,6 +120,7 @@ class SiteData:
     quarantine_count: int = 0
     quarantine_sample: Sequence[Mapping[str, Any]] = ()
     case_pages: Sequence[CasePage] = field(default_factory=tuple)
+    allure: AllureSection = field(default_factory=AllureSection)
 
 
 def _clip(value: Any, limit: int = 400) -> str:
@@ -146,7 +169,7 @@ def render_site(data: SiteData, out: Path) -> Path:
     for cell in data.matrix:
         verdict = cell["latest_verdict"]
         verdict_totals[verdict] = verdict_totals.get(verdict, 0) + 1
-    common = {"evidence": data.evidence, "quarantine_count": data.quarantine_count}
+    common = {"evidence": data.evidence, "quarantine_count": data.quarantine_count, "allure_report": data.allure.report}
     _write(out / "index.html", env.get_template("index.html.j2").render(
         root="", columns=columns, rows=_matrix_rows(data.matrix), runs=data.runs, verdict_totals=verdict_totals,
         quarantine_sample=data.quarantine_sample, **common))
@@ -156,6 +179,8 @@ def render_site(data: SiteData, out: Path) -> Path:
         root="", summary=data.timing_summary, plots=plots, outliers=data.timing_outliers, **common))
     _write(out / "audit.html", env.get_template("audit.html.j2").render(
         root="", audit=data.audit, findings=data.findings, findings_total=data.findings_total, **common))
+    _write(out / "allure.html", env.get_template("allure.html.j2").render(
+        root="", allure=data.allure, statuses=ALLURE_STATUSES, **common))
     _write(out / "coverage.html", env.get_template("coverage.html.j2").render(
         root="", coverage=data.coverage, **common))
     case_template = env.get_template("case.html.j2")

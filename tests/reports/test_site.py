@@ -1,6 +1,6 @@
 """End to end: the committed evidence of two real reference runs -> Parquet -> the site, asserted on its HTML.
 
-(The issue's headless-Chromium screenshot of the index is not here yet: docs/reports.md, "Not done yet".)
+(The same site rendered in headless Chromium, with the allure HTML report: test_browser.py.)
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def test_timing_audit_and_coverage_pages(site: Path) -> None:
     assert "<td>window.confirm-bytes</td>" in coverage
     assert (site / "quarantine.jsonl").read_text(encoding="utf-8") == ""
     assert sorted(p.name for p in (site / "data").iterdir()) == sorted(
-        ["attempt", "case", "history", "history_result", "note", "run", "timing", "wire"])
+        ["allure", "attempt", "case", "history", "history_result", "note", "run", "timing", "wire"])
 
 
 def test_the_quarantine_count_links_its_file(tmp_path: Path) -> None:
