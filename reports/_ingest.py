@@ -23,7 +23,7 @@ What happens to bad input:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -171,6 +171,10 @@ def parse_file(run_file: RunFile, schema_path: str) -> Iterator[tuple[tuple[Any,
                 yield (*parsed, run_file.target), None
 
 
+#: One file's lines as (row, None) or (None, quarantine row): what the executors run per file.
+_Parser = Callable[[RunFile], Iterator[tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]]]
+
+
 # ---------------------------------------------------------------------------------------------- runs
 
 
@@ -221,7 +225,6 @@ def extract(spark: SparkSession, evidence: Path, schema: EvidenceSchema) -> Extr
     runs: list[tuple[Any, ...]] = []
     refused: list[Quarantined] = []
     files: list[RunFile] = []
-    allure_files: list[RunFile] = []
     allure_dirs: list[Path] = []
     run_struct = schema.struct("run")
     target_at = run_struct.fieldNames().index("target")
@@ -240,7 +243,7 @@ def extract(spark: SparkSession, evidence: Path, schema: EvidenceSchema) -> Extr
         results = sorted((directory / "allure-results").glob("*" + RESULT_SUFFIX))
         if results:
             allure_dirs.append(directory / "allure-results")
-        allure_files.extend(RunFile(str(path.resolve()), path.relative_to(evidence).as_posix(), "allure",
+        files.extend(RunFile(str(path.resolve()), path.relative_to(evidence).as_posix(), "allure",
                                     row[run_id_at], row[target_at]) for path in results)
 
     if not runs and not refused:
@@ -252,36 +255,22 @@ def extract(spark: SparkSession, evidence: Path, schema: EvidenceSchema) -> Extr
         [(q.file, q.line, q.run_id, q.kind, q.reason) for q in refused], QUARANTINE_STRUCT)]
     schema_path = str(schema.path)
     context = spark.sparkContext
-    for kind in schema.records:
-        if kind == "run":
-            continue
-        struct = schema.struct(kind)
+    parsers: dict[str, tuple[StructType, _Parser]] = {
+        kind: (schema.struct(kind), lambda f: parse_file(f, schema_path)) for kind in schema.records if kind != "run"}
+    parsers["allure"] = (ALLURE_STRUCT, lambda f: parse_allure_file(f.path, f.relative, f.run_id, f.target))
+    for kind, (struct, parse) in parsers.items():
         mine = [f for f in files if f.kind == kind]
         if not mine:
             tables[kind] = spark.createDataFrame([], struct)
             continue
         slices = max(1, min(len(mine), context.defaultParallelism * 4))
-        parsed = context.parallelize(mine, slices).flatMap(lambda f: parse_file(f, schema_path))
-        both = spark.createDataFrame(parsed, StructType([
+        both = spark.createDataFrame(context.parallelize(mine, slices).flatMap(parse), StructType([
             StructField("row", struct, True),
             StructField("bad", QUARANTINE_STRUCT, True),
         ])).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(both)
         tables[kind] = both.where("row IS NOT NULL").select("row.*")
         quarantines.append(both.where("bad IS NOT NULL").select("bad.*"))
-    if allure_files:
-        slices = max(1, min(len(allure_files), context.defaultParallelism * 4))
-        parsed = context.parallelize(allure_files, slices).flatMap(
-            lambda f: parse_allure_file(f.path, f.relative, f.run_id, f.target))
-        both = spark.createDataFrame(parsed, StructType([
-            StructField("row", ALLURE_STRUCT, True),
-            StructField("bad", QUARANTINE_STRUCT, True),
-        ])).persist(StorageLevel.MEMORY_AND_DISK)
-        persisted.append(both)
-        tables["allure"] = both.where("row IS NOT NULL").select("row.*")
-        quarantines.append(both.where("bad IS NOT NULL").select("bad.*"))
-    else:
-        tables["allure"] = spark.createDataFrame([], ALLURE_STRUCT)
     quarantine = quarantines[0]
     for more in quarantines[1:]:
         quarantine = quarantine.unionByName(more)

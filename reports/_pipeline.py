@@ -186,7 +186,14 @@ def _allure_html(dirs: Sequence[Path], out: Path, mode: str, progress: Progress)
         progress.note(f"allure HTML report not built: {why}")
         return None, f"not built: {why}"
     with progress.step(f"allure HTML report ({len(dirs)} allure-results)"):
-        return build_allure_report(dirs, out / ALLURE_DIR, cli=cli, name=f"Core Conformance Kit: {out.name}"), None
+        try:
+            return build_allure_report(dirs, out / ALLURE_DIR, cli=cli, name=f"Core Conformance Kit: {out.name}"), None
+        except ReportError as exc:
+            if mode == "require":
+                raise
+            # auto: the rest of the report stands; the failure is printed and shown where the link would be
+            progress.note(f"allure HTML report failed: {exc}")
+            return None, f"failed: {exc}"
 
 
 def build_report(spark: SparkSession, evidence: Path, out: Path, *, clauses: Path = CLAUSE_DIR,

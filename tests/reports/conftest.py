@@ -7,7 +7,9 @@ skips (``pytest.importorskip`` at its top) and this file imports no pyspark, so 
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +19,7 @@ import pytest
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from reports._pipeline import ReportResult
     from reports._schema import EvidenceSchema
 
 
@@ -66,3 +69,33 @@ def table(spark: SparkSession, schema: EvidenceSchema) -> Table:
         return spark.createDataFrame(values, struct)
 
     return build
+
+
+@dataclass(frozen=True)
+class SiteBuild:
+    """The report of the committed evidence, built once for the site and browser tests."""
+
+    out: Path
+    result: ReportResult
+    #: Why the allure HTML report was not built (None: it was).
+    allure_problem: str | None
+
+
+@pytest.fixture(scope="session")
+def committed_site(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> SiteBuild:
+    """``build_report`` over :data:`EVIDENCE`, with the allure HTML report where Node.js and npm are (the pinned
+    allure is installed first if it is not: about 15 s)."""
+    from reports import ReportError, build_report
+    from reports._allure_html import install_allure
+
+    problem: str | None = None
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        problem = "no Node.js/npm on PATH: the allure HTML report cannot be built"
+    else:
+        try:
+            install_allure()
+        except ReportError as exc:
+            problem = f"the pinned allure could not be installed: {exc}"
+    out = tmp_path_factory.mktemp("site")
+    result = build_report(spark, EVIDENCE, out, allure="auto" if problem else "require")
+    return SiteBuild(out, result, problem)

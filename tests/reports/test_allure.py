@@ -145,3 +145,34 @@ def test_the_analytics_tag_is_removed_and_nothing_else() -> None:
     assert '<div id="app"></div>' in stripped
     assert strip_analytics(stripped) == (stripped, False)
 
+
+
+def _broken_allure(home: Path) -> None:
+    """An allure install whose CLI fails the way a damaged one does: a message and a non-zero exit."""
+    cli = home / "node_modules" / "allure" / "cli.js"
+    cli.parent.mkdir(parents=True)
+    cli.write_text('console.error("allure: damaged install"); process.exit(3);\n', encoding="utf-8")
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
+def test_allure_modes_when_allure_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reports._errors import ReportError
+    from reports._pipeline import QuietProgress, _allure_html
+
+    monkeypatch.setenv("CCK_ALLURE_HOME", str(tmp_path / "home"))
+    results = [next(EVIDENCE.glob("*/allure-results"))]
+    assert _allure_html(results, tmp_path / "site", "off", QuietProgress()) == (None, "not built (--allure off)")
+    assert _allure_html([], tmp_path / "site", "auto", QuietProgress()) == (
+        None, "not built: no run has allure-results")
+    assert _allure_html(results, tmp_path / "site", "auto", QuietProgress()) == (
+        None, "not built: the pinned allure is not installed (python -m reports install-allure)")
+    with pytest.raises(ReportError, match="--allure require: the pinned allure is not installed"):
+        _allure_html(results, tmp_path / "site", "require", QuietProgress())
+    _broken_allure(tmp_path / "home")
+    index, note = _allure_html(results, tmp_path / "site", "auto", QuietProgress())
+    assert index is None
+    assert note is not None
+    assert note.startswith(f"failed: building the allure report in {tmp_path / 'site' / 'allure'}: ")
+    assert "exited with 3: allure: damaged install" in note
+    with pytest.raises(ReportError, match="exited with 3: allure: damaged install"):
+        _allure_html(results, tmp_path / "site", "require", QuietProgress())

@@ -23,12 +23,8 @@ pytest.importorskip("pyspark", reason="pyspark is installed only in the `reports
 
 from lxml import html
 from PIL import Image
-from pyspark.sql import SparkSession
 
-from reports import ReportError, build_report
-from reports._allure_html import install_allure
-
-from .conftest import EVIDENCE
+from .conftest import EVIDENCE, SiteBuild
 
 #: Seconds one Chromium page load may take (about 2 s here).
 BROWSER_TIMEOUT = 120.0
@@ -72,17 +68,14 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def site(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        _missing("no Node.js/npm on PATH: the allure HTML report cannot be built")
-    try:
-        install_allure()  # at once when `make setup` installed it; about 15 s otherwise
-    except ReportError as exc:
-        pytest.fail(f"the pinned allure could not be installed: {exc}")
-    out = tmp_path_factory.mktemp("site")
-    result = build_report(spark, EVIDENCE, out, allure="require")
-    assert result.allure_index == out / "allure" / "index.html"
-    return out
+def site(committed_site: SiteBuild) -> Path:
+    problem = committed_site.allure_problem
+    if problem is not None:
+        if problem.startswith("no Node.js"):
+            _missing(problem)
+        pytest.fail(problem)
+    assert committed_site.result.allure_index == committed_site.out / "allure" / "index.html"
+    return committed_site.out
 
 
 def _case_verdicts() -> dict[str, str]:

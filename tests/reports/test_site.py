@@ -14,13 +14,11 @@ import pytest
 
 pytest.importorskip("pyspark", reason="pyspark is installed only in the `reports` tox env")
 
-from pyspark.sql import SparkSession
 
-from reports import build_report
 from reports._site import SiteData, render_site
 from reports._svg import Attempt, schedule_plot
 
-from .conftest import EVIDENCE
+from .conftest import EVIDENCE, SiteBuild
 
 
 class _Cells(HTMLParser):
@@ -68,13 +66,12 @@ def _cases() -> dict[str, set[str]]:
 
 
 @pytest.fixture(scope="module")
-def site(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    result = build_report(spark, EVIDENCE, out)
-    assert result.index == out / "index.html"
+def site(committed_site: SiteBuild) -> Path:
+    result = committed_site.result
+    assert result.index == committed_site.out / "index.html"
     assert result.runs == 2
     assert result.quarantined == 0
-    return out
+    return committed_site.out
 
 
 def test_index_shows_the_matrix_with_a_coloured_linked_cell_per_case(site: Path) -> None:
