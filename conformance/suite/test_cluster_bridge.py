@@ -174,8 +174,12 @@ def test_bridge_reconnect_backoff(case: Case, clusters: ClusterPool, cck_setting
     if why is not None:
         unsupported(f"the attempts are timed as SYNs on lo: {why}")
     interval, multiplier, cap, rounds = (case.params[k] for k in ("interval", "multiplier", "cap", "rounds"))
+    # Artemis 2.41.0+'s topology scanner also connects to a static connector missing from the topology, every
+    # retry-interval without the multiplier, up to topology-scanner-attempts (30) times after each new outgoing
+    # connection: its SYNs would interleave with the bridge's rounds here, so it is off (brokers without one
+    # render nothing).  See docs/conformance-results.md, "cluster.bridge-backoff".
     topology = Topology.cluster_of(2, ClusterSpec(retry_interval_ms=interval, retry_interval_multiplier=multiplier,
-                                                  max_retry_interval_ms=cap))
+                                                  max_retry_interval_ms=cap, topology_scanner_attempts=0))
     target = clusters.get(topology)
     evidence.note("target", target.describe())
     policy = RetryPolicy(interval, multiplier, cap, reconnect_attempts=-1)

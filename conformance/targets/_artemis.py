@@ -39,6 +39,14 @@ def pinned_artemis_versions() -> tuple[str, tuple[str, ...]]:
     return default, tuple(sorted(versions))
 
 
+#: The first Artemis with the cluster connection's topology scanner (ARTEMIS-5382).
+TOPOLOGY_SCANNER_SINCE = (2, 41, 0)
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:3])
+
+
 def _protocol_version(version: str) -> int:
     return load_versions()[1][version].protocol_version
 
@@ -79,7 +87,8 @@ class ArtemisNode(ManagedNode):
             raise NodeStartError(self.name, what, "") from exc
         if not (self.instance / "bin" / "artemis").exists():
             self._create(home)
-        write_etc(self.topology, self.name, self.instance / "etc")
+        write_etc(self.topology, self.name, self.instance / "etc",
+                  topology_scanner=_version_key(self._distribution.version) >= TOPOLOGY_SCANNER_SINCE)
 
     def _create(self, home: Path) -> None:
         security = self.topology.security

@@ -43,7 +43,7 @@ class ReferenceNode(ManagedNode):
         self.log_level = log_level
 
     def _prepare(self) -> None:
-        write_etc(self.topology, self.name, self.etc)
+        write_etc(self.topology, self.name, self.etc, topology_scanner=False)  # the reference broker has none
 
     def _argv(self) -> list[str]:
         assert self.spec.data_dir is not None

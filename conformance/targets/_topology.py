@@ -251,6 +251,11 @@ class ClusterSpec:
     max_retry_interval_ms: int = 2000
     initial_connect_attempts: int = -1
     scale_down: tuple[ScaleDownSpec, ...] = ()
+    #: Artemis 2.41.0+'s topology scanner (``<topology-scanner-attempts>``): after each new outgoing connection
+    #: it retries connectors missing from the topology every retry-interval, without the multiplier, this many
+    #: times (-1 until none is missing, 0 off).  None leaves the broker's default (30); brokers without a scanner
+    #: (older Artemis, the reference broker) only take None or 0.
+    topology_scanner_attempts: int | None = None
 
     def __post_init__(self) -> None:
         _check(self.max_hops >= 0, "max_hops must be >= 0")
@@ -260,6 +265,9 @@ class ClusterSpec:
         _check(self.max_retry_interval_ms > 0, f"max_retry_interval_ms must be > 0, not {self.max_retry_interval_ms}")
         _check(self.initial_connect_attempts == -1 or self.initial_connect_attempts >= 0,
                f"initial_connect_attempts must be -1 (unlimited) or >= 0, not {self.initial_connect_attempts}")
+        _check(self.topology_scanner_attempts is None or self.topology_scanner_attempts >= -1,
+               f"topology_scanner_attempts must be -1 (until none is missing), 0 (off) or more, "
+               f"not {self.topology_scanner_attempts}")
         scaled = [s.node for s in self.scale_down]
         _check(len(scaled) == len(set(scaled)), f"a node is given two scale-down policies in {scaled}")
         _check(self.retry_interval_ms > 0 and self.broadcast_period_ms > 0 and self.refresh_timeout_ms > 0,

@@ -264,6 +264,24 @@ def test_cluster_connection_renders_the_bridge_backoff(tmp_path: Path) -> None:
             spec.retry_interval_multiplier, spec.max_retry_interval_ms, spec.initial_connect_attempts)
 
 
+def test_topology_scanner_attempts_render_only_where_the_broker_has_a_scanner(tmp_path: Path) -> None:
+    ns = {"c": "urn:activemq:core"}
+
+    def scanner(spec: ClusterSpec, *, has_scanner: bool) -> list[str]:
+        topology = _resolved(Topology.cluster_of(2, spec), tmp_path)
+        core = etree.fromstring(render_broker_xml(topology, "node0", topology_scanner=has_scanner).encode())
+        return [e.text or "" for e in core.iterfind(".//c:cluster-connection/c:topology-scanner-attempts", ns)]
+
+    assert scanner(ClusterSpec(topology_scanner_attempts=0), has_scanner=True) == ["0"]
+    assert scanner(ClusterSpec(topology_scanner_attempts=-1), has_scanner=True) == ["-1"]
+    assert scanner(ClusterSpec(), has_scanner=True) == []  # the broker's default
+    assert scanner(ClusterSpec(topology_scanner_attempts=0), has_scanner=False) == []  # none to turn off
+    with pytest.raises(ValueError, match="topology_scanner_attempts=5: this broker has no topology scanner"):
+        scanner(ClusterSpec(topology_scanner_attempts=5), has_scanner=False)
+    with pytest.raises(ValueError, match="topology_scanner_attempts must be -1"):
+        ClusterSpec(topology_scanner_attempts=-2)
+
+
 def test_scale_down_renders_a_live_only_ha_policy_per_node(tmp_path: Path) -> None:
     topology = _resolved(TOPOLOGIES["scale-down-groups-of-3"], tmp_path)
     ns = {"c": "urn:activemq:core"}
