@@ -245,18 +245,15 @@ def duckdb_audit(data: Path, threads: int) -> tuple[float, list[tuple[Any, ...]]
         con.close()
 
 
-def spark_audit(spark: Any, data: Path, persist: bool = False) -> tuple[float, list[tuple[Any, ...]]]:
-    """Seconds and rows of ``delivery_audit`` over the Parquet under ``data`` (read with the explicit schemas);
-    ``persist``: with its intermediates persisted (freed afterwards, outside the timing)."""
+def spark_audit(spark: Any, data: Path) -> tuple[float, list[tuple[Any, ...]]]:
+    """Seconds and rows of ``delivery_audit`` over the Parquet under ``data`` (read with the explicit schemas)."""
     from reports import delivery_audit, load_schema, read_tables
 
     started = time.perf_counter()
     tables = read_tables(spark, data, load_schema())
-    audit = delivery_audit(tables["history"], tables["history_result"], persist=persist)
+    audit = delivery_audit(tables["history"], tables["history_result"])
     rows = [tuple(row) for row in audit.collect()]
-    seconds = time.perf_counter() - started
-    spark.catalog.clearCache()
-    return seconds, rows
+    return time.perf_counter() - started, rows
 
 
 def _sorted(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -295,8 +292,6 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--workdir", type=Path, help="keep the data here (default: a temporary directory)")
     parser.add_argument("--warmup", type=int, default=20_000, metavar="M",
                         help="untimed warm-up size, 0 for none (default 20000)")
-    parser.add_argument("--no-persist", action="store_true",
-                        help="time only delivery_audit as the pipeline calls it (not also with persist=True)")
     parser.add_argument("--explain", action="store_true", help="print Spark's formatted physical plan once")
     parser.add_argument("--json", type=Path, help="write the results as JSON here")
     return parser.parse_args(argv)
@@ -319,8 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             warm = work / "warmup"
             write_evidence(warm / "evidence", runs=2, events=args.warmup, seed=args.seed, keys_per_history=100)
             to_parquet(warm / "evidence", warm / "data", args.threads)
-            for persist in (False, True):
-                spark_audit(spark, warm / "data", persist=persist)
+            spark_audit(spark, warm / "data")
             duckdb_audit(warm / "data", args.threads)
             shutil.rmtree(warm)
         for events in args.events:
@@ -339,12 +333,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                 tables = read_tables(spark, root / "data", load_schema())
                 delivery_audit(tables["history"], tables["history_result"]).explain(mode="formatted")
-            times: dict[str, list[float]] = {"spark": [], "spark_persist": [], "duckdb": []}
+            times: dict[str, list[float]] = {"spark": [], "duckdb": []}
             for _ in range(args.reps):
-                for variant in ("spark", "spark_persist")[: 1 if args.no_persist else 2]:
-                    seconds, spark_rows = spark_audit(spark, root / "data", persist=variant == "spark_persist")
-                    times[variant].append(seconds)
-                    check_results(spark_rows, spark_rows, synthesis.planted)
+                seconds, spark_rows = spark_audit(spark, root / "data")
+                times["spark"].append(seconds)
+                check_results(spark_rows, spark_rows, synthesis.planted)
                 seconds, duck_rows = duckdb_audit(root / "data", args.threads)
                 times["duckdb"].append(seconds)
             check_results(spark_rows, duck_rows, synthesis.planted)

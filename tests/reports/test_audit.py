@@ -138,3 +138,27 @@ def test_audit_agrees_with_the_history_checker_on_random_histories(table: Table)
         if got != expected:
             mismatches[case] = {k: (got[k], expected[k]) for k in expected if got[k] != expected[k]}
     assert not mismatches, mismatches
+
+
+def test_findings_agree_with_the_counts_on_random_histories(table: Table) -> None:
+    rng = random.Random(20261122)
+    rows = [row for n in range(30) for row in _random_history(rng, f"h{n}")]
+    history, results = table("history", *rows), table("history_result")
+    counts = {row["case_id"]: row.asDict() for row in delivery_audit(history, results).collect()}
+    found: dict[str, dict[str, int]] = {case: dict.fromkeys(FINDINGS, 0) for case in counts}
+    for row in audit_findings(history, results).collect():
+        found[row["case_id"]][row["finding"]] += 1
+    assert found == {case: {name: audit[name] for name in FINDINGS} for case, audit in counts.items()}
+
+
+def test_two_histories_with_one_hash_fail_the_job(table: Table, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 64-bit history hash is checked: were two histories to share one, the job stops and names it."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F
+
+    import reports._audit as audit_module
+
+    monkeypatch.setattr(audit_module, "_hid", lambda: F.lit(7).cast("long"))
+    history = table("history", *HISTORY_A, *HISTORY_B)
+    with pytest.raises(PySparkException, match="two histories have the same 64-bit hash 7"):
+        delivery_audit(history, table("history_result")).collect()
