@@ -1,5 +1,7 @@
 """Hand-written fast paths for the hottest frames: SESS_SEND, SESS_RECEIVE_MSG
-and PACKETS_CONFIRMED.
+and PACKETS_CONFIRMED, and the small ones each message brings along on a
+broker (NULL_RESPONSE for a durable send, acknowledgements, consumer and
+producer credits).
 
 The construct formats stay the definition; these functions compute the same
 thing with ``struct`` directly.  A decoder returns ``None`` for anything it does
@@ -18,8 +20,14 @@ from typing import Any
 
 from ._constants import ADDRESSING_CHANGE_VERSION, ARTEMIS_2_7_0_VERSION, ARTEMIS_2_28_0_VERSION, PropertyType
 from ._frame import _FAST_DECODERS, _FAST_ENCODERS
-from ._packets.control import PacketsConfirmedMessage
+from ._packets.consumers import (
+    SessionAcknowledgeMessage,
+    SessionConsumerFlowCreditMessage,
+    SessionIndividualAcknowledgeMessage,
+)
+from ._packets.control import NullResponseMessage, PacketsConfirmedMessage
 from ._packets.messages import SessionReceiveMessage, SessionSendMessage, send_trailer_size
+from ._packets.producers import SessionProducerCreditsMessage, SessionRequestProducerCreditsMessage
 from ._structures import EMPTY_PROPERTIES, CoreMessage, Property, TypedProperties
 from ._structures import encode_message as _encode_message_format
 
@@ -203,6 +211,61 @@ def decode_confirmed(body: bytes, version: int) -> PacketsConfirmedMessage | Non
     return PacketsConfirmedMessage(_i32.unpack(body)[0])
 
 
+_ack = struct.Struct(">qqB")
+_flow = struct.Struct(">qi")
+
+
+def decode_acknowledge(body: bytes, version: int) -> SessionAcknowledgeMessage | None:
+    if len(body) != 17:
+        return None
+    consumer_id, message_id, requires_response = _ack.unpack(body)
+    return SessionAcknowledgeMessage(consumer_id, message_id, requires_response != 0)
+
+
+def decode_individual_acknowledge(body: bytes, version: int) -> SessionIndividualAcknowledgeMessage | None:
+    if len(body) != 17:
+        return None
+    consumer_id, message_id, requires_response = _ack.unpack(body)
+    return SessionIndividualAcknowledgeMessage(consumer_id, message_id, requires_response != 0)
+
+
+def decode_flow_credit(body: bytes, version: int) -> SessionConsumerFlowCreditMessage | None:
+    if len(body) != 12:
+        return None
+    consumer_id, credits = _flow.unpack(body)
+    return SessionConsumerFlowCreditMessage(consumer_id, credits)
+
+
+def decode_request_credits(body: bytes, version: int) -> SessionRequestProducerCreditsMessage | None:
+    try:
+        (credits,) = _i32u(body, 0)
+        address, pos = _ss(body, 4, len(body))
+    except (_Reject, struct.error, UnicodeDecodeError):
+        return None
+    if pos != len(body):
+        return None
+    return SessionRequestProducerCreditsMessage(credits, address)
+
+
+def decode_null_response(body: bytes, version: int) -> NullResponseMessage | None:
+    if not body:
+        return NullResponseMessage(None)
+    if len(body) != 8:
+        return None
+    return NullResponseMessage(_i64.unpack(body)[0])
+
+
+def decode_producer_credits(body: bytes, version: int) -> SessionProducerCreditsMessage | None:
+    try:
+        (credits,) = _i32u(body, 0)
+        address, pos = _ss(body, 4, len(body))
+    except (_Reject, struct.error, UnicodeDecodeError):
+        return None
+    if pos != len(body):
+        return None
+    return SessionProducerCreditsMessage(credits, address)
+
+
 # --------------------------------------------------------------------- encoders
 
 _VALUE_PACKERS = {
@@ -309,6 +372,42 @@ def encode_confirmed(packet: Any, version: int) -> bytes | None:
         return None
 
 
+def encode_null_response(packet: Any, version: int) -> bytes | None:
+    if packet.correlation_id is None:  # a pre-V2 peer: the correlation ID is left off
+        return b""
+    try:
+        return _i64.pack(packet.correlation_id)
+    except (struct.error, TypeError):
+        return None
+
+
+def encode_producer_credits(packet: Any, version: int) -> bytes | None:
+    try:
+        return _i32.pack(packet.credits) + _encode_ss(packet.address)
+    except (struct.error, TypeError, AttributeError, UnicodeEncodeError):
+        return None
+
+
+def _encode_ack(packet: Any, version: int) -> bytes | None:
+    try:
+        return _ack.pack(packet.consumer_id, packet.message_id, 0xFF if packet.requires_response else 0)
+    except (struct.error, TypeError, AttributeError):
+        return None
+
+
+encode_acknowledge = encode_individual_acknowledge = _encode_ack
+
+
+def encode_flow_credit(packet: Any, version: int) -> bytes | None:
+    try:
+        return _flow.pack(packet.consumer_id, packet.credits)
+    except (struct.error, TypeError, AttributeError):
+        return None
+
+
+encode_request_credits = encode_producer_credits
+
+
 def install() -> None:
     """Register the fast paths with the frame codec."""
     _FAST_DECODERS.update(
@@ -316,6 +415,12 @@ def install() -> None:
             int(SessionSendMessage.TYPE): decode_send,
             int(SessionReceiveMessage.TYPE): decode_receive,
             int(PacketsConfirmedMessage.TYPE): decode_confirmed,
+            int(SessionAcknowledgeMessage.TYPE): decode_acknowledge,
+            int(SessionIndividualAcknowledgeMessage.TYPE): decode_individual_acknowledge,
+            int(SessionConsumerFlowCreditMessage.TYPE): decode_flow_credit,
+            int(SessionRequestProducerCreditsMessage.TYPE): decode_request_credits,
+            int(NullResponseMessage.TYPE): decode_null_response,
+            int(SessionProducerCreditsMessage.TYPE): decode_producer_credits,
         }
     )
     _FAST_ENCODERS.update(
@@ -323,5 +428,11 @@ def install() -> None:
             SessionSendMessage: encode_send,
             SessionReceiveMessage: encode_receive,
             PacketsConfirmedMessage: encode_confirmed,
+            NullResponseMessage: encode_null_response,
+            SessionProducerCreditsMessage: encode_producer_credits,
+            SessionAcknowledgeMessage: encode_acknowledge,
+            SessionIndividualAcknowledgeMessage: encode_individual_acknowledge,
+            SessionConsumerFlowCreditMessage: encode_flow_credit,
+            SessionRequestProducerCreditsMessage: encode_request_credits,
         }
     )

@@ -63,7 +63,6 @@ from ._format import (
     RECORD_OVERHEAD,
     BadBytes,
     Kind,
-    RawRecord,
     decode_file_header,
     decode_manifest,
     decode_record,
@@ -411,7 +410,7 @@ class Journal:
         self._buffered += len(record)
         self._file_bytes += len(record)
         self._appended += 1
-        self._apply(RawRecord(kind, tx_id, record_id, user_type, payload, len(record)))
+        self._apply(kind, tx_id, record_id, user_type, payload)
 
     def _write_buffer(self) -> None:
         """Write the buffered records to the current file with one ``os.write``."""
@@ -505,32 +504,31 @@ class Journal:
 
     # -- applying records to the in-memory state ------------------------------------------------------------
 
-    def _apply(self, record: RawRecord) -> None:
+    def _apply(self, kind: Kind, tx_id: int, record_id: int, user_type: int, payload: bytes) -> None:
         """Apply one record to the in-memory state.
 
         At run time the public methods have already checked the call; at recovery
         this is lenient on purpose (an update of an unknown id stores it, a
         delete of an unknown id or a commit of an unknown transaction is a no-op).
         """
-        kind, record_id = record.kind, record.record_id
         if kind in (Kind.ADD, Kind.UPDATE):
-            self._live[record_id] = RecordInfo(record_id, record.user_type, record.payload)
+            self._live[record_id] = RecordInfo(record_id, user_type, payload)
         elif kind == Kind.DELETE:
             self._live.pop(record_id, None)
         elif kind == Kind.COMMIT:
-            tx = self._txs.pop(record.tx_id, None)
+            tx = self._txs.pop(tx_id, None)
             if tx is not None:
                 for info in tx.writes.values():
                     self._live[info.record_id] = info
                 for deleted in tx.deletes:
                     self._live.pop(deleted, None)
         elif kind == Kind.ROLLBACK:
-            self._txs.pop(record.tx_id, None)
+            self._txs.pop(tx_id, None)
         else:
-            tx = self._txs.setdefault(record.tx_id, _Tx())
+            tx = self._txs.setdefault(tx_id, _Tx())
             if kind == Kind.PREPARE:
                 tx.prepared = True
-                tx.data = record.payload
+                tx.data = payload
             elif kind == Kind.DELETE_TX:
                 tx.writes.pop(record_id, None)
                 if record_id in tx.added:
@@ -541,7 +539,7 @@ class Journal:
                 if kind == Kind.ADD_TX and record_id not in tx.deletes and record_id not in tx.writes:
                     tx.added.add(record_id)
                 tx.deletes.pop(record_id, None)
-                tx.writes[record_id] = RecordInfo(record_id, record.user_type, record.payload)
+                tx.writes[record_id] = RecordInfo(record_id, user_type, payload)
 
     # -- recovery -------------------------------------------------------------------------------------------
 
@@ -664,7 +662,7 @@ class Journal:
                     ) from None
                 self._truncate(path, offset)
                 return len(data) - offset
-            self._apply(record)
+            self._apply(record.kind, record.tx_id, record.record_id, record.user_type, record.payload)
             offset += record.size
         return 0
 

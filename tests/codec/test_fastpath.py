@@ -8,8 +8,14 @@ from hypothesis import strategies as st
 
 from codec import (
     CodecError,
+    NullResponseMessage,
     PacketsConfirmedMessage,
+    SessionAcknowledgeMessage,
+    SessionConsumerFlowCreditMessage,
+    SessionIndividualAcknowledgeMessage,
+    SessionProducerCreditsMessage,
     SessionReceiveMessage,
+    SessionRequestProducerCreditsMessage,
     SessionSendMessage,
     decode_body,
     encode_body,
@@ -26,6 +32,12 @@ CASES = [
     (SessionSendMessage, fast.decode_send, fast.encode_send),
     (SessionReceiveMessage, fast.decode_receive, fast.encode_receive),
     (PacketsConfirmedMessage, fast.decode_confirmed, fast.encode_confirmed),
+    (NullResponseMessage, fast.decode_null_response, fast.encode_null_response),
+    (SessionProducerCreditsMessage, fast.decode_producer_credits, fast.encode_producer_credits),
+    (SessionRequestProducerCreditsMessage, fast.decode_request_credits, fast.encode_request_credits),
+    (SessionAcknowledgeMessage, fast.decode_acknowledge, fast.encode_acknowledge),
+    (SessionIndividualAcknowledgeMessage, fast.decode_individual_acknowledge, fast.encode_individual_acknowledge),
+    (SessionConsumerFlowCreditMessage, fast.decode_flow_credit, fast.encode_flow_credit),
 ]
 SETTINGS = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
