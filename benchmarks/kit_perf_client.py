@@ -41,6 +41,8 @@ if str(_REPO_ROOT) not in sys.path:  # run as a script: make `reference` and `co
 READY_DEADLINE_S = 60.0
 SLACK_S = 60.0  # on top of warmup + duration for a role process to report
 START_DELAY_S = 0.5  # both roles start this long after the parent says go
+#: the JMS session's acknowledgement batch in bytes (ServerLocator ackBatchSize, default 1 MiB)
+ACK_BATCH_BYTES = 1024 * 1024
 
 StartSource = Callable[[], Awaitable[float]]
 
@@ -117,14 +119,22 @@ async def _consumer(plan: Plan, get_start: StartSource) -> dict[str, list[int]]:
         print("ready", flush=True)
         start = await get_start()
         end = start + plan.seconds
+        unacked_bytes, last = 0, None
         while (remaining := end - time.monotonic()) > 0:
             delivery = await consumer.receive(remaining)
             if delivery is None:
                 continue
-            await consumer.acknowledge(delivery)
+            # As the perf client's JMS AUTO_ACKNOWLEDGE session does: one cumulative acknowledgement per
+            # ackBatchSize bytes (Artemis's default, 1 MiB), not one per message.
+            last, unacked_bytes = delivery, unacked_bytes + plan.message_size
+            if unacked_bytes >= ACK_BATCH_BYTES:
+                await consumer.acknowledge(delivery)
+                unacked_bytes = 0
             index = _interval(start, time.monotonic(), plan.seconds)
             if index is not None:
                 received[index] += 1
+        if unacked_bytes and last is not None:
+            await consumer.acknowledge(last)
     return {"received": received}
 
 
