@@ -236,15 +236,19 @@ def decode_flow_credit(body: bytes, version: int) -> SessionConsumerFlowCreditMe
     return SessionConsumerFlowCreditMessage(consumer_id, credits)
 
 
-def decode_request_credits(body: bytes, version: int) -> SessionRequestProducerCreditsMessage | None:
+def _credits_and_address(body: bytes) -> tuple[int, str] | None:
+    """The layout both producer-credit packets share: credits (i32), then the address (SimpleString)."""
     try:
         (credits,) = _i32u(body, 0)
         address, pos = _ss(body, 4, len(body))
     except (_Reject, struct.error, UnicodeDecodeError):
         return None
-    if pos != len(body):
-        return None
-    return SessionRequestProducerCreditsMessage(credits, address)
+    return (credits, address) if pos == len(body) else None
+
+
+def decode_request_credits(body: bytes, version: int) -> SessionRequestProducerCreditsMessage | None:
+    fields = _credits_and_address(body)
+    return None if fields is None else SessionRequestProducerCreditsMessage(*fields)
 
 
 def decode_null_response(body: bytes, version: int) -> NullResponseMessage | None:
@@ -256,14 +260,8 @@ def decode_null_response(body: bytes, version: int) -> NullResponseMessage | Non
 
 
 def decode_producer_credits(body: bytes, version: int) -> SessionProducerCreditsMessage | None:
-    try:
-        (credits,) = _i32u(body, 0)
-        address, pos = _ss(body, 4, len(body))
-    except (_Reject, struct.error, UnicodeDecodeError):
-        return None
-    if pos != len(body):
-        return None
-    return SessionProducerCreditsMessage(credits, address)
+    fields = _credits_and_address(body)
+    return None if fields is None else SessionProducerCreditsMessage(*fields)
 
 
 # --------------------------------------------------------------------- encoders
