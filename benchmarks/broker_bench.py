@@ -168,6 +168,14 @@ def _log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def _without_user_home(path: Path) -> str:
+    """``path`` with the user's home written ``~``: the record is committed, the machine's paths are not."""
+    try:
+        return "~/" + path.resolve().relative_to(Path.home().resolve()).as_posix()
+    except ValueError:
+        return path.name
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
@@ -456,7 +464,7 @@ def run_benchmark(
                                      "client_args_example": perf_client_args("tcp://HOST:PORT", durable=True,
                                                                              settings=settings)},
         machine=_machine(),
-        artemis={"version": "2.44.0", "home": str(home), "journal_type": instance.journal_type,
+        artemis={"version": "2.44.0", "home": _without_user_home(home), "journal_type": instance.journal_type,
                  "journal_buffer_timeout_ns": instance.journal_buffer_timeout_ns,
                  "journal_datasync": instance.journal_datasync},
     )  # fmt: skip
