@@ -55,6 +55,10 @@ _BEFORE = (Window.unboundedPreceding, -1)
 _HID = "hid"
 
 
+def _count_if(condition: Column) -> Column:
+    return F.sum(F.when(condition, 1).otherwise(0)).cast("long")
+
+
 def _with_label(frame: DataFrame) -> DataFrame:
     return frame.withColumn("label", F.coalesce(F.col("label"), F.lit("")))
 
@@ -129,26 +133,23 @@ def _keys(rows: DataFrame) -> DataFrame:
     """One row per (history, key): counts, the send outcome, the first receipt and its order verdict.
 
     The value-less rows no invoke resolves (key null) form one row per history too, for the op counts."""
-    def count_if(condition: Column) -> Column:
-        return F.sum(F.when(condition, 1).otherwise(0)).cast("long")
-
     send = (F.col("f") == "send") & F.col("key").isNotNull()
     invoke = send & (F.col("type") == "invoke")
     rank = F.when(F.col("type") == "ok", 2).when(F.col("type") == "info", 1).when(F.col("type") == "fail", 0)
     grouped = rows.groupBy(_HID, "key").agg(
         F.count("*").alias("ops"),
-        count_if(F.col("receipt")).alias("receipts"),
-        count_if(F.col("ack_ok")).alias("acks_confirmed"),
-        count_if(invoke).alias("_invokes"),
-        count_if(send & (F.col("type") != "invoke")).alias("_completions"),
+        _count_if(F.col("receipt")).alias("receipts"),
+        _count_if(F.col("ack_ok")).alias("acks_confirmed"),
+        _count_if(invoke).alias("_invokes"),
+        _count_if(send & (F.col("type") != "invoke")).alias("_completions"),
         F.coalesce(F.max(F.when(send, rank)), F.lit(0)).alias("_rank"),
         F.min_by(F.struct("index", "process"), F.when(send & (F.col("type") == "ok"), F.col("index")))
         .alias("_confirm"),
         F.min_by(F.struct("index", "process", "o_producer", "o_seq"), F.when(F.col("first"), F.col("index")))
         .alias("_first"),
-        count_if(F.col("duplicate").isNotNull()).alias("duplicated"),
-        count_if(F.col("ack_lost")).alias("ack_lost"),
-        count_if(F.col("mismatch").isNotNull()).alias("redelivery_mismatch"),
+        _count_if(F.col("duplicate").isNotNull()).alias("duplicated"),
+        _count_if(F.col("ack_lost")).alias("ack_lost"),
+        _count_if(F.col("mismatch").isNotNull()).alias("redelivery_mismatch"),
     )
     open_invokes = F.col("_invokes") - F.col("_completions")
     outcome = (F.when(F.col("_invokes") == 0, None)
@@ -228,24 +229,21 @@ def delivery_audit(history: DataFrame, history_results: DataFrame) -> DataFrame:
 
     ``oracle_ok`` is the checker's own verdict from its HISTORY_RESULT row (null without one), so the
     site shows where the two disagree."""
-    def count_if(condition: Column) -> Column:
-        return F.sum(F.when(condition, 1).otherwise(0)).cast("long")
-
     keys = _keys(_rows(history))
     outcome = F.col("outcome")
     per_history = keys.groupBy(_HID).agg(
         F.sum("ops").alias("ops"),
-        count_if(outcome.isNotNull()).alias("sends"),
-        *[count_if(outcome == o).alias(o) for o in ("confirmed", "failed", "indeterminate")],
+        _count_if(outcome.isNotNull()).alias("sends"),
+        *[_count_if(outcome == o).alias(o) for o in ("confirmed", "failed", "indeterminate")],
         F.sum("receipts").alias("receipts"),
-        count_if(F.col("received")).alias("received_keys"),
+        _count_if(F.col("received")).alias("received_keys"),
         F.sum("acks_confirmed").alias("acks_confirmed"),
-        count_if((outcome == "indeterminate") & F.col("received")).alias("recovered"),
-        count_if(F.col("unreceived")).alias("_unreceived"),
-        count_if(F.col("unexpected").isNotNull()).alias("unexpected"),
+        _count_if((outcome == "indeterminate") & F.col("received")).alias("recovered"),
+        _count_if(F.col("unreceived")).alias("_unreceived"),
+        _count_if(F.col("unexpected").isNotNull()).alias("unexpected"),
         F.sum("duplicated").alias("duplicated"),
         F.sum("ack_lost").alias("ack_lost"),
-        count_if(F.col("order_violation")).alias("order_violation"),
+        _count_if(F.col("order_violation")).alias("order_violation"),
         F.sum("redelivery_mismatch").alias("redelivery_mismatch"),
     )
     drains = _drain_flags(history_results)
@@ -253,10 +251,9 @@ def delivery_audit(history: DataFrame, history_results: DataFrame) -> DataFrame:
              .join(F.broadcast(drains), _HISTORY, "left"))
     drained = F.coalesce(F.col("final_drain_complete"), F.lit(True))
     allowed = F.coalesce(F.col("duplicates_allowed"), F.lit(False))
-    counts = {name: F.col(name).cast("long") for name in
-              ("ops", "sends", "confirmed", "failed", "indeterminate", "receipts", "received_keys",
-               "acks_confirmed", "recovered", "unexpected", "duplicated", "ack_lost", "order_violation",
-               "redelivery_mismatch")}
+    columns = ("ops", "sends", "confirmed", "failed", "indeterminate", "receipts", "received_keys", "acks_confirmed",
+               "recovered", "unreceived_undrained", *FINDINGS)
+    counts = {name: F.col(name).cast("long") for name in columns if name not in ("unreceived_undrained", "lost")}
     counts["unreceived_undrained"] = F.when(drained, F.lit(0)).otherwise(F.col("_unreceived")).cast("long")
     counts["lost"] = F.when(drained, F.col("_unreceived")).otherwise(F.lit(0)).cast("long")
     failing = [counts[name] > 0 for name in FINDINGS if name != "duplicated"]
@@ -265,9 +262,7 @@ def delivery_audit(history: DataFrame, history_results: DataFrame) -> DataFrame:
         bad = bad | condition
     return audit.select(
         *_HISTORY,
-        *[counts[name].alias(name) for name in
-          ("ops", "sends", "confirmed", "failed", "indeterminate", "receipts", "received_keys", "acks_confirmed",
-           "recovered", "unreceived_undrained", *FINDINGS)],
+        *[counts[name].alias(name) for name in columns],
         drained.alias("final_drain_complete"),
         allowed.alias("duplicates_allowed"),
         (~(bad | ((counts["duplicated"] > 0) & ~allowed))).alias("ok"),

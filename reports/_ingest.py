@@ -244,7 +244,7 @@ def extract(spark: SparkSession, evidence: Path, schema: EvidenceSchema) -> Extr
         if results:
             allure_dirs.append(directory / "allure-results")
         files.extend(RunFile(str(path.resolve()), path.relative_to(evidence).as_posix(), "allure",
-                                    row[run_id_at], row[target_at]) for path in results)
+                             row[run_id_at], row[target_at]) for path in results)
 
     if not runs and not refused:
         raise EvidenceError(evidence, "no evidence runs found (expected <run-id>/run.json and *.jsonl below it)")
