@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import re
 import socket
 import time
@@ -302,6 +303,8 @@ INJECTED = tuple(
 )  # fmt: skip
 #: how long the kit's datagrams must go unanswered for the own node ID to count as ignored
 IGNORED_S = 6.0
+#: how long, once a fake node's entry must have expired, the kit watches for connections to it
+EXPIRED_QUIET_S = 2.0
 
 
 class _Doorbell:
@@ -332,28 +335,61 @@ class _Doorbell:
         self.event.set()
         writer.close()
 
-    async def wait(self, seconds: float) -> bool:
-        try:
-            await asyncio.wait_for(self.event.wait(), seconds)
-        except TimeoutError:
-            return False
+    async def wait(self, seconds: float, *, after: float = -math.inf) -> bool:
+        """Whether a connection arrives later than ``after`` (monotonic), waiting at most ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while not any(t > after for t in self.rung):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self.event.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.event.wait(), remaining)
         return True
 
+    def between(self, start: float, end: float) -> list[float]:
+        """The connections that arrived in ``(start, end]`` (monotonic)."""
+        return [t for t in self.rung if start < t <= end]
 
-async def _announce(group: tuple[str, int], datagram: bytes, period_s: float, stop: asyncio.Event) -> int:
-    """Broadcast ``datagram`` every ``period_s`` until ``stop`` is set; returns how many went out."""
-    loop = asyncio.get_running_loop()
-    sock = open_multicast_sender(socket.AF_INET, "127.0.0.1")
-    sent = 0
-    try:
-        while not stop.is_set():
-            await loop.sock_sendto(sock, datagram, group)
-            sent += 1
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), period_s)
-    finally:
-        sock.close()
-    return sent
+
+class _Announcer:
+    """Broadcasts one datagram every ``period_s`` until stopped; keeps how many went out and when the last did."""
+
+    def __init__(self, group: tuple[str, int], datagram: bytes, period_s: float) -> None:
+        self.group = group
+        self.datagram = datagram
+        self.period_s = period_s
+        self.sent = 0
+        self.last_sent: float | None = None  # monotonic
+        self._stop = asyncio.Event()
+        self._task: asyncio.Future[None] | None = None
+
+    async def __aenter__(self) -> _Announcer:
+        self._task = asyncio.ensure_future(self._run())
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.stop()
+
+    async def stop(self) -> None:
+        """Stop broadcasting (idempotent); a failure of the sender is raised here."""
+        self._stop.set()
+        if self._task is not None:
+            task, self._task = self._task, None
+            await task
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        sock = open_multicast_sender(socket.AF_INET, "127.0.0.1")
+        try:
+            while not self._stop.is_set():
+                await loop.sock_sendto(sock, self.datagram, self.group)
+                self.sent += 1
+                self.last_sent = time.monotonic()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), self.period_s)
+        finally:
+            sock.close()
 
 
 @cases(*INJECTED)
@@ -372,16 +408,12 @@ def test_cluster_connection_discovers_injected_node(case: Case, cck_make_target:
         async with _Doorbell() as doorbell:
             fake = DiscoveryDatagram(node_id, str(uuid.uuid4()),
                                      (TransportConfiguration.netty("127.0.0.1", doorbell.port, "fake"),))
-            stop = asyncio.Event()
             started = time.monotonic()
-            sender = asyncio.ensure_future(_announce((cluster.group_address, cluster.group_port),
-                                                     encode_discovery(fake), 0.5, stop))
-            try:
+            async with _Announcer((cluster.group_address, cluster.group_port), encode_discovery(fake),
+                                  0.5) as announcer:
                 wait_s = IGNORED_S if case.params["own_id"] else cck_settings.deadline(FIRST_S)
                 rang = await doorbell.wait(wait_s)
-            finally:
-                stop.set()
-                sent = await sender
+            sent = announcer.sent
         evidence.note("node_id", node_id)
         evidence.note("datagrams_sent", sent)
         evidence.note("connected_after_s", round(doorbell.rung[0] - started, 3) if doorbell.rung else None)
@@ -391,5 +423,77 @@ def test_cluster_connection_discovers_injected_node(case: Case, cck_make_target:
         else:
             assert rang, (f"the node's cluster connection did not connect to the fake node {node_id} at "
                           f"127.0.0.1:{doorbell.port} within {wait_s:.0f} s ({sent} datagrams sent)")
+
+    run(cck_settings, scenario(), CASE_S)
+
+
+# ---------------------------------------------------------------------------------------------------- expiry
+
+EXPIRY = tuple(
+    Case(f"discovery.expiry.{n}", "discovery.refresh-timeout",
+         f"one node whose cluster connection uses a discovery group with refresh-timeout {refresh} ms (its own "
+         "broadcasts, every 500 ms, reach that group); the kit announces a fake node every 500 ms, its connector a "
+         "TCP listener of the kit that closes each connection, until the node connects to it; then the kit is "
+         f"silent for refresh-timeout plus {EXPIRED_QUIET_S:.0f} s and more, and announces the same node again",
+         "the fake node's entry is dropped after refresh-timeout: once refresh-timeout and one broadcast period "
+         "(within the run's tolerance) have passed since its last datagram, no connection to its connector begins "
+         f"in the next {EXPIRED_QUIET_S:.0f} s; and the announcement after the silence is a node found anew: the "
+         "node connects to it again within 20 s",
+         needs=("config",), params={"refresh": refresh})
+    for n, refresh in enumerate((2000, 4000), 1)
+)  # fmt: skip
+
+
+@cases(*EXPIRY)
+def test_discovery_entry_expires(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                                 evidence: CaseEvidence) -> None:
+    refresh_ms: int = case.params["refresh"]
+    period_ms = 500
+    spec = ClusterSpec(discovery="udp", broadcast_period_ms=period_ms, refresh_timeout_ms=refresh_ms)
+    target = _managed(cck_make_target(Topology.cluster_of(1, spec)))
+    node = target.topology.nodes[0]
+    cluster = target.topology.cluster
+    assert cluster is not None
+    group = (cluster.group_address, cluster.group_port)
+
+    async def scenario() -> None:
+        async with _listener(target) as listener:
+            await _datagrams(listener, node, 1, cck_settings.deadline(FIRST_S))
+        async with _Doorbell() as doorbell:
+            port = doorbell.port
+            connector = TransportConfiguration.netty("127.0.0.1", port, "fake")
+            fake = encode_discovery(DiscoveryDatagram(str(uuid.uuid4()), str(uuid.uuid4()), (connector,)))
+            started = time.monotonic()
+            async with _Announcer(group, fake, period_ms / 1000) as first:
+                found = await doorbell.wait(cck_settings.deadline(FIRST_S))
+            assert found, (f"the node's cluster connection never connected to the fake node at 127.0.0.1:"
+                           f"{port} ({first.sent} datagrams in {time.monotonic() - started:.1f} s): "
+                           "nothing to expire")
+            assert first.last_sent is not None
+            # The entry goes once a datagram (the node's own, every period) arrives after last + refresh-timeout.
+            slack_ms = period_ms + cck_settings.tolerance.allowed_ms(refresh_ms)
+            dropped_by = first.last_sent + (refresh_ms + slack_ms) / 1000
+            quiet_until = dropped_by + EXPIRED_QUIET_S
+            # watched to the end of the window, or until the first connection that should not be
+            await doorbell.wait(max(0.0, quiet_until - time.monotonic()), after=dropped_by)
+            stale = doorbell.between(dropped_by, quiet_until)
+            again_from = time.monotonic()
+            async with _Announcer(group, fake, period_ms / 1000) as second:
+                again = await doorbell.wait(cck_settings.deadline(FIRST_S), after=again_from)
+        evidence.note("fake_node_connector", f"127.0.0.1:{port}")
+        evidence.note("connections_s", [round(t - started, 3) for t in doorbell.rung])
+        evidence.note("last_datagram_s", round(first.last_sent - started, 3))
+        evidence.note("dropped_by_s", round(dropped_by - started, 3))
+        evidence.note("announced_again_s", round(again_from - started, 3))
+        evidence.note("datagrams_sent", [first.sent, second.sent])
+        problems = []
+        if stale:
+            problems.append(f"{len(stale)} connection(s) to the fake node's connector began after its entry should "
+                            f"have expired (at {[round(t - first.last_sent, 3) for t in stale]} s after its last "
+                            f"datagram; refresh-timeout {refresh_ms} ms)")
+        if not again:
+            problems.append(f"no connection within {cck_settings.deadline(FIRST_S):.0f} s of announcing the fake node "
+                            "again after its entry expired: it was not found anew")
+        assert not problems, " | ".join(problems)
 
     run(cck_settings, scenario(), CASE_S)

@@ -12,6 +12,7 @@ credentials (docs/notes/cluster-wire.md §2):
 
 When the connection fails the bridge retries with the cluster connection's retry-interval,
 multiplier, maximum and reconnect-attempts (initial-connect-attempts before the first success).
+A node found by discovery whose entry expires before any attempt reached it is no longer tried.
 A refused cluster password (exception 212) ends that bridge only (Artemis stops the node's whole
 cluster manager, which can end clustering between nodes that share the password).
 """
@@ -87,14 +88,23 @@ class ClusterSecurityRefused(Exception):
 class Bridge:
     """One node's bridge to another, kept up until :meth:`stop`."""
 
-    def __init__(self, manager: ClusterManager, peer: Peer) -> None:
+    def __init__(self, manager: ClusterManager, peer: Peer, *, discovered: bool = False) -> None:
         self.manager = manager
         self.peer = peer
+        #: found by a discovery group (not a static connector): dropped with its entry until it is reached
+        self.discovered = discovered
+        #: some attempt reached the other node (its node ID is known); reconnects then follow reconnect-attempts
+        self.reached = False
         self.node_id: str | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self._connections: list[Connection] = []
         self._up = False  # the last attempt reached the other node
+
+    @property
+    def running(self) -> bool:
+        """Started and not ended (stopped, given up, or pointed at this node)."""
+        return self._task is not None and not self._task.done()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"bridge to {self.peer.url}")
@@ -109,7 +119,6 @@ class Bridge:
 
     async def _run(self) -> None:
         cc = self.manager.cc
-        connected_before = False
         failed = 0
         while not self._stopping.is_set():
             self._up = False
@@ -130,9 +139,9 @@ class Bridge:
                     self.manager.node_left(self.node_id)
             finally:
                 await self._drop()
-            connected_before = connected_before or self._up
+            self.reached = self.reached or self._up
             failed = 1 if self._up else failed + 1
-            delay = retry_delays(cc, connected_before=connected_before)(failed)
+            delay = retry_delays(cc, connected_before=self.reached)(failed)
             if delay is None:
                 LOG.warning("bridge gave up", extra={"peer": self.peer.url, "attempts": failed})
                 return
@@ -268,6 +277,8 @@ class ClusterManager:
         self.own_url = own_url
         self.flush = flush
         self.bridges: dict[tuple[str, int], Bridge] = {}
+        #: bridges being stopped because their discovery entry expired
+        self.retiring: set[asyncio.Task[None]] = set()
         self.stopped = False
         self.unsubscribe: Callable[[], None] = lambda: None
 
@@ -275,19 +286,37 @@ class ClusterManager:
     def node_id(self) -> str:
         return self.hooks.role.node_id
 
-    def connect_to(self, peer: Peer) -> None:
+    def connect_to(self, peer: Peer, *, discovered: bool = False) -> None:
         if self.stopped or (peer.host, peer.port) in self.bridges:
             return
-        bridge = Bridge(self, peer)
+        bridge = Bridge(self, peer, discovered=discovered)
         self.bridges[(peer.host, peer.port)] = bridge
         bridge.start()
 
     def discovered(self, connectors: list[TransportConfiguration]) -> None:
-        """A discovery group's current entries: a bridge to every node not bridged yet."""
+        """A discovery group's current entries: a bridge to every node not bridged yet.
+
+        A node whose entry expired before any attempt reached it is no longer tried (Artemis's cluster
+        locator swaps its initial connectors for the entries left); if it broadcasts again it is found
+        anew.  A node that was reached stays bridged: from then on its bridge follows reconnect-attempts,
+        as Artemis's bridges follow the topology, not the discovery group."""
+        listed: set[tuple[str, int]] = set()
         for connector in connectors:
             found = connector_of(connector)
             if found is not None:
-                self.connect_to(Peer(found.host, found.port, connector))
+                listed.add((found.host, found.port))
+                self.connect_to(Peer(found.host, found.port, connector), discovered=True)
+        for key, bridge in list(self.bridges.items()):
+            if bridge.discovered and not bridge.reached and key not in listed:
+                LOG.info("a discovered node expired before it was reached: no longer tried",
+                         extra={"peer": bridge.peer.url})
+                del self.bridges[key]
+                self._retire(bridge)
+
+    def _retire(self, bridge: Bridge) -> None:
+        task = asyncio.get_running_loop().create_task(bridge.stop(), name=f"stop bridge to {bridge.peer.url}")
+        self.retiring.add(task)
+        task.add_done_callback(self.retiring.discard)
 
     def node_up(self, node_id: str, connector: TransportConfiguration | None) -> None:
         self.hooks.node_up(node_id, connector)
@@ -308,7 +337,7 @@ class ClusterManager:
     async def stop(self) -> None:
         self.stopped = True
         self.unsubscribe()
-        await asyncio.gather(*(b.stop() for b in self.bridges.values()), return_exceptions=True)
+        await asyncio.gather(*(b.stop() for b in self.bridges.values()), *self.retiring, return_exceptions=True)
 
 
 def cluster_role(config: BrokerConfig, node_id: str) -> ClusterRole | None:
