@@ -71,7 +71,8 @@ async def _run(args: argparse.Namespace) -> int:
     else:
         journal, recovery = open_journal(data / "journal", file_size=config.journal.journal_file_size)
         storage = JournalStorage(journal, compact_min_files=config.journal.journal_compact_min_files,
-                                 compact_percentage=config.journal.journal_compact_percentage)
+                                 compact_percentage=config.journal.journal_compact_percentage,
+                                 count_before_delivery=config.persist_delivery_count_before_delivery)
         core = BrokerCore(settings, storage=storage, wall_clock_ms=wall_clock)
         report = storage.recover(core, recovery)
         journal.compact()

@@ -217,12 +217,14 @@ async def drain(consumer: Consumer, history: History, process: str, *, expected:
             await consumer.individual_acknowledge(delivery)
 
 
-def judge_redelivery(history: History, restarted: bool, evidence: CaseEvidence, label: str = "redelivery") -> None:
-    """Judge a history in which messages come back after a failure.  Without a restart the broker kept the
-    messages in memory and must count the failed delivery (strict check).  After a restart nothing may be lost
-    or wrongly duplicated, but the redelivered mark is a SHOULD: a restarted broker may have lost the count."""
+def judge_redelivery(history: History, count_may_be_lost: bool, evidence: CaseEvidence,
+                     label: str = "redelivery") -> None:
+    """Judge a history in which messages come back after a failure.  A broker that kept the messages in memory
+    (no restart), or stored each delivery's count before the delivery, must count the failed delivery (strict
+    check).  When a restart may have lost the count (``count_may_be_lost``), nothing may be lost or wrongly
+    duplicated, but the redelivered mark is a SHOULD."""
     strict = check(history)
-    if not restarted:
+    if not count_may_be_lost:
         evidence.history(history, strict, label=label)
         assert strict.ok, strict.explanation
         return

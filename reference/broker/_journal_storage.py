@@ -66,8 +66,11 @@ class RecoveryReport:
 class JournalStorage:
     """The broker's :class:`~reference.broker.Storage` on a :class:`~reference.journal.Journal`."""
 
-    def __init__(self, journal: Journal, *, compact_min_files: int = 10, compact_percentage: int = 30) -> None:
+    def __init__(self, journal: Journal, *, compact_min_files: int = 10, compact_percentage: int = 30,
+                 count_before_delivery: bool = False) -> None:
         self.journal = journal
+        #: ``<persist-delivery-count-before-delivery>``: each delivery's count is stored before it goes out
+        self.count_before_delivery = count_before_delivery
         self.compact_min_files = compact_min_files
         self.compact_percentage = compact_percentage
         self.compactions = 0
@@ -147,9 +150,20 @@ class JournalStorage:
 
     def delivery_counted(self, ref: MessageRef) -> None:
         """A delivered ref went back to its queue: keep its delivery count.  Artemis writes it at this point
-        (not before each delivery, by default), so a kill -9 between delivery and cancel loses it there too."""
-        if ref.record_id == 0 or ref.delivery_count <= 0 or not self.journal.is_live(ref.record_id):
-            return  # not durable, never delivered, or its REF is still inside an unfinished transaction
+        (and, by default, not before each delivery), so a kill -9 between delivery and cancel loses it there too."""
+        if ref.delivery_count <= 0 and not self.count_before_delivery:
+            return  # never counted; with counts stored before delivery a clean close's decrement must be kept
+        self._store_count(ref)
+
+    def delivery_starting(self, ref: MessageRef) -> None:
+        """With ``persist-delivery-count-before-delivery``: the count of a delivery about to go out.  The server
+        writes no reply before the storage has synced, so the count is on disk before the consumer has it."""
+        if self.count_before_delivery:
+            self._store_count(ref)
+
+    def _store_count(self, ref: MessageRef) -> None:
+        if ref.record_id == 0 or not self.journal.is_live(ref.record_id):
+            return  # not durable, or its REF is still inside an unfinished transaction
         self.journal.update(ref.record_id, REF_COUNTED,
                             _COUNTED.pack(ref.message_id, ref.delivery_count) + ref.queue.name.encode())
 

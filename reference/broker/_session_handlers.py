@@ -506,6 +506,8 @@ class SessionHandlers:
     def _hand_over(self, consumer: Consumer, ref: MessageRef) -> None:
         ref.delivery_count += 1
         session = consumer.session
+        if not session.pre_acknowledge:
+            self.core.storage.delivery_starting(ref)
         frame = self.core.send(session.connection, session.channel_id,
                                SessionReceiveMessage(ref.message, consumer.consumer_id, ref.delivery_count), session)
         if consumer.credits != -1:

@@ -467,6 +467,7 @@ class BrokerConfig:
     transaction_timeout_scan_period: int = 1000  # ADC DEFAULT_TRANSACTION_TIMEOUT_SCAN_PERIOD
     id_cache_size: int = 20000  # ADC DEFAULT_ID_CACHE_SIZE
     persist_id_cache: bool = True  # ADC DEFAULT_PERSIST_ID_CACHE
+    persist_delivery_count_before_delivery: bool = False  # ADC DEFAULT_PERSIST_DELIVERY_COUNT_BEFORE_DELIVERY
     cluster_user: str = "ACTIVEMQ.CLUSTER.ADMIN.USER"  # ADC DEFAULT_CLUSTER_USER
     cluster_password: str = "CHANGE ME!!"  # noqa: S105 -- ADC DEFAULT_CLUSTER_PASSWORD
     broadcast_groups: tuple[BroadcastGroup, ...] = ()

@@ -1,5 +1,7 @@
 """A cancelled delivery's count survives a restart (as Artemis writes it on cancel); one never cancelled does not,
-and a clean consumer close does not count the delivery (Artemis decrements it: the client did not consume it)."""
+and a clean consumer close does not count the delivery (Artemis decrements it: the client did not consume it).
+With ``persist-delivery-count-before-delivery`` the count is stored before each delivery, so it survives a kill
+while the message is out for delivery too."""
 
 from __future__ import annotations
 
@@ -28,9 +30,9 @@ from .harness import Wire, connect, open_session
 QUEUE = "counted"
 
 
-def _broker(data: Path) -> tuple[BrokerCore, JournalStorage]:
+def _broker(data: Path, *, before_delivery: bool = False) -> tuple[BrokerCore, JournalStorage]:
     journal, recovery = open_journal(data, sync=False)
-    storage = JournalStorage(journal)
+    storage = JournalStorage(journal, count_before_delivery=before_delivery)
     core = BrokerCore(BrokerSettings(node_id="node-1"), storage=storage)
     storage.recover(core, recovery)
     return core, storage
@@ -45,10 +47,15 @@ def _consume_one(wire: Wire) -> SessionReceiveMessage:
     return deliveries[0]
 
 
-@pytest.mark.parametrize(("cancel", "redelivered_count"), [("rollback", 2), ("consumer-close", 1), ("none", 1)],
-                         ids=["rolled-back-then-restart", "closed-cleanly-then-restart", "killed-while-delivered"])
-def test_delivery_count_after_restart(tmp_path: Path, cancel: str, redelivered_count: int) -> None:
-    core, storage = _broker(tmp_path)
+@pytest.mark.parametrize(("before_delivery", "cancel", "redelivered_count"), [
+    (False, "rollback", 2), (False, "consumer-close", 1), (False, "none", 1),
+    # the rolled-back message goes straight back to the open consumer: a second delivery, stored before it went
+    (True, "rollback", 3), (True, "consumer-close", 1), (True, "none", 2),
+], ids=["rolled-back-then-restart", "closed-cleanly-then-restart", "killed-while-delivered",
+        "before-delivery-rolled-back", "before-delivery-closed-cleanly", "before-delivery-killed-while-delivered"])
+def test_delivery_count_after_restart(tmp_path: Path, before_delivery: bool, cancel: str,
+                                      redelivered_count: int) -> None:
+    core, storage = _broker(tmp_path, before_delivery=before_delivery)
     wire = connect(core)
     open_session(wire)
     assert wire.send(CreateQueueMessage_V2(QUEUE, QUEUE, routing_type=RoutingType.ANYCAST))[-1].packet == \
@@ -62,7 +69,7 @@ def test_delivery_count_after_restart(tmp_path: Path, cancel: str, redelivered_c
     storage.journal.sync()
     storage.journal.close()  # a restart; without the cancel this is a kill with the message out for delivery
 
-    core, storage = _broker(tmp_path)
+    core, storage = _broker(tmp_path, before_delivery=before_delivery)
     wire = connect(core)
     open_session(wire)
     redelivered = _consume_one(wire)
