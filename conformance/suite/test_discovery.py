@@ -305,6 +305,8 @@ INJECTED = tuple(
 IGNORED_S = 6.0
 #: how long, once a fake node's entry must have expired, the kit watches for connections to it
 EXPIRED_QUIET_S = 2.0
+#: a node announced again, once the broker runs, is connected to within this (both brokers take well under 1 s)
+FOUND_AGAIN_S = 10.0
 
 
 class _Doorbell:
@@ -438,7 +440,7 @@ EXPIRY = tuple(
          "the fake node's entry is dropped after refresh-timeout: once refresh-timeout and one broadcast period "
          "(within the run's tolerance) have passed since its last datagram, no connection to its connector begins "
          f"in the next {EXPIRED_QUIET_S:.0f} s; and the announcement after the silence is a node found anew: the "
-         "node connects to it again within 20 s",
+         f"node connects to it again within {FOUND_AGAIN_S:.0f} s",
          needs=("config",), params={"refresh": refresh})
     for n, refresh in enumerate((2000, 4000), 1)
 )  # fmt: skip
@@ -479,7 +481,7 @@ def test_discovery_entry_expires(case: Case, cck_make_target: MakeTarget, cck_se
             stale = doorbell.between(dropped_by, quiet_until)
             again_from = time.monotonic()
             async with _Announcer(group, fake, period_ms / 1000) as second:
-                again = await doorbell.wait(cck_settings.deadline(FIRST_S), after=again_from)
+                again = await doorbell.wait(cck_settings.deadline(FOUND_AGAIN_S), after=again_from)
         evidence.note("fake_node_connector", f"127.0.0.1:{port}")
         evidence.note("connections_s", [round(t - started, 3) for t in doorbell.rung])
         evidence.note("last_datagram_s", round(first.last_sent - started, 3))
@@ -492,8 +494,8 @@ def test_discovery_entry_expires(case: Case, cck_make_target: MakeTarget, cck_se
                             f"have expired (at {[round(t - first.last_sent, 3) for t in stale]} s after its last "
                             f"datagram; refresh-timeout {refresh_ms} ms)")
         if not again:
-            problems.append(f"no connection within {cck_settings.deadline(FIRST_S):.0f} s of announcing the fake node "
-                            "again after its entry expired: it was not found anew")
+            problems.append(f"no connection within {cck_settings.deadline(FOUND_AGAIN_S):.0f} s of announcing the "
+                            "fake node again after its entry expired: it was not found anew")
         assert not problems, " | ".join(problems)
 
     run(cck_settings, scenario(), CASE_S)
