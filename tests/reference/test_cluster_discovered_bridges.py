@@ -4,20 +4,17 @@ unreached node's entry expires (reference/cluster/_bridge.py ClusterManager.disc
 from __future__ import annotations
 
 import asyncio
-import socket
 from typing import Any, cast
 
 from codec import TransportConfiguration
+from conformance.targets._process import free_ports
 from reference.cluster._bridge import ClusterManager, Peer
 from reference.config._model import ClusterConnection
 
 
 def _closed_port() -> int:
     """A loopback port nothing listens on (connections to it are refused)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
+    return free_ports(1)[0]
 
 
 def _manager() -> ClusterManager:
