@@ -67,9 +67,10 @@ class JournalStorage:
     """The broker's :class:`~reference.broker.Storage` on a :class:`~reference.journal.Journal`."""
 
     def __init__(self, journal: Journal, *, compact_min_files: int = 10, compact_percentage: int = 30,
-                 count_before_delivery: bool = False) -> None:
+                 count_before_delivery: bool = True) -> None:
         self.journal = journal
-        #: ``<persist-delivery-count-before-delivery>``: each delivery's count is stored before it goes out
+        #: ``<persist-delivery-count-before-delivery>``: each delivery's count is stored before it goes out (the
+        #: reference broker's default; off, counts are stored only when a delivery is cancelled, as Artemis's default)
         self.count_before_delivery = count_before_delivery
         self.compact_min_files = compact_min_files
         self.compact_percentage = compact_percentage
@@ -150,13 +151,14 @@ class JournalStorage:
 
     def delivery_counted(self, ref: MessageRef) -> None:
         """A delivered ref went back to its queue: keep its delivery count.  Artemis writes it at this point
-        (and, by default, not before each delivery), so a kill -9 between delivery and cancel loses it there too."""
+        (and, by default, not before each delivery); with ``count_before_delivery`` off a kill -9 between delivery
+        and cancel loses it here too."""
         if ref.delivery_count <= 0 and not self.count_before_delivery:
             return  # never counted; with counts stored before delivery a clean close's decrement must be kept
         self._store_count(ref)
 
     def delivery_starting(self, ref: MessageRef) -> None:
-        """With ``persist-delivery-count-before-delivery``: the count of a delivery about to go out.  The server
+        """With ``count_before_delivery`` (the default): the count of a delivery about to go out.  The server
         writes no reply before the storage has synced, so the count is on disk before the consumer has it."""
         if self.count_before_delivery:
             self._store_count(ref)

@@ -467,7 +467,10 @@ class BrokerConfig:
     transaction_timeout_scan_period: int = 1000  # ADC DEFAULT_TRANSACTION_TIMEOUT_SCAN_PERIOD
     id_cache_size: int = 20000  # ADC DEFAULT_ID_CACHE_SIZE
     persist_id_cache: bool = True  # ADC DEFAULT_PERSIST_ID_CACHE
-    persist_delivery_count_before_delivery: bool = False  # ADC DEFAULT_PERSIST_DELIVERY_COUNT_BEFORE_DELIVERY
+    # The reference broker's own default: true, so that a message out for delivery at a kill -9 comes back marked
+    # redelivered (the SHOULD of spec 003).  Artemis's default (ADC DEFAULT_PERSIST_DELIVERY_COUNT_BEFORE_DELIVERY)
+    # is false; an explicit <persist-delivery-count-before-delivery>false</...> behaves as Artemis does.
+    persist_delivery_count_before_delivery: bool = True
     cluster_user: str = "ACTIVEMQ.CLUSTER.ADMIN.USER"  # ADC DEFAULT_CLUSTER_USER
     cluster_password: str = "CHANGE ME!!"  # noqa: S105 -- ADC DEFAULT_CLUSTER_PASSWORD
     broadcast_groups: tuple[BroadcastGroup, ...] = ()

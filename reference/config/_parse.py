@@ -207,7 +207,7 @@ class _Parser:
             transaction_timeout_scan_period=core.long_of("transaction-timeout-scan-period", 1000, "gt0"),
             id_cache_size=core.int_of("id-cache-size", 20000, "ge0"),
             persist_id_cache=core.bool_of("persist-id-cache", True),
-            persist_delivery_count_before_delivery=core.bool_of("persist-delivery-count-before-delivery", False),
+            persist_delivery_count_before_delivery=core.bool_of("persist-delivery-count-before-delivery", True),
             cluster_user=core.str_of("cluster-user", "ACTIVEMQ.CLUSTER.ADMIN.USER"),
             cluster_password=core.str_of("cluster-password", "CHANGE ME!!"),
             broadcast_groups=self._broadcast_groups(core, names),

@@ -101,7 +101,7 @@ def test_core_defaults_from_active_mq_default_configuration() -> None:
     assert (config.connection_ttl_override, config.connection_ttl_check_interval) == (-1, 2000)
     assert (config.transaction_timeout, config.transaction_timeout_scan_period) == (300000, 1000)
     assert (config.id_cache_size, config.persist_id_cache) == (20000, True)
-    assert config.persist_delivery_count_before_delivery is False
+    assert config.persist_delivery_count_before_delivery is True  # the reference broker's default (Artemis: false)
     assert (config.cluster_user, config.cluster_password) == ("ACTIVEMQ.CLUSTER.ADMIN.USER", "CHANGE ME!!")
     j = config.journal
     assert j.persistence_enabled
@@ -131,7 +131,7 @@ def test_core_values_read() -> None:
         "<connection-ttl-check-interval>500</connection-ttl-check-interval>"
         "<transaction-timeout>1000</transaction-timeout><transaction-timeout-scan-period>100</transaction-timeout-scan-period>"
         "<id-cache-size>5</id-cache-size><persist-id-cache>false</persist-id-cache>"
-        "<persist-delivery-count-before-delivery>true</persist-delivery-count-before-delivery>"
+        "<persist-delivery-count-before-delivery>false</persist-delivery-count-before-delivery>"
     )
     config = parse_broker_xml(_core(body, ns=False))
     assert (config.name, config.security_enabled) == ("n1", False)
@@ -144,7 +144,7 @@ def test_core_values_read() -> None:
     assert (config.connection_ttl_override, config.connection_ttl_check_interval) == (30000, 500)
     assert (config.transaction_timeout, config.transaction_timeout_scan_period) == (1000, 100)
     assert (config.id_cache_size, config.persist_id_cache) == (5, False)
-    assert config.persist_delivery_count_before_delivery is True
+    assert config.persist_delivery_count_before_delivery is False
     assert config.warnings == ()
 
 
