@@ -6,7 +6,13 @@ reset races with the client's own failover and can stall it for ``callTimeout``.
 a failed attempt is ECONNREFUSED — nothing listening (``FaultProxy.pause_listening()``) — and such an
 attempt never reaches a user-space listener.  :class:`SynWatch` sees it anyway: a packet socket on ``lo``
 (needs CAP_NET_RAW) with a kernel filter that passes only SYNs without ACK; each one to a watched port is
-stamped with ``time.monotonic_ns()`` on arrival, on the same clock as the proxy's ``AttemptRecord``.
+timed on the same clock as the proxy's ``AttemptRecord`` (``time.monotonic_ns()``).
+
+The time is the kernel's receive stamp (``SO_TIMESTAMPNS``), not the moment the watch's thread read the
+packet: that thread wakes on its own schedule and needs the GIL, and on a loaded two-core machine it has
+read a SYN 50 ms after the client had already reported the failure that followed it.  The stamp is on the
+wall clock; it becomes a monotonic time by subtracting the wall-clock time elapsed since it from the
+monotonic time of the read.  Each record keeps its read time too, so the evidence shows the lag.
 """
 
 from __future__ import annotations
@@ -19,11 +25,15 @@ import threading
 import time
 from dataclasses import dataclass
 
-__all__ = ["SynRecord", "SynWatch", "syn_watch_available"]
+__all__ = ["SynRecord", "SynWatch", "arrival_ns", "syn_watch_available"]
 
 _ETH_P_ALL = 0x0003
 _SO_ATTACH_FILTER = 26
+_SO_TIMESTAMPNS = 35  # asm-generic SO_TIMESTAMPNS(_OLD): each packet's receive time as a struct timespec
+_TIMESPEC = struct.Struct("@ll")  # tv_sec, tv_nsec (native longs, as the _OLD variant sends them)
 _PACKET_HOST = 0
+#: A stamp further than this from the read (a wall-clock step between them) is not trusted.
+_MAX_LAG_NS = 10_000_000_000
 # Classic BPF: IPv4, TCP, flags & (SYN|ACK) == SYN; everything else is dropped in the kernel.
 _FILTER = (
     (0x28, 0, 0, 12),        # ldh [12]              ethertype
@@ -43,15 +53,30 @@ _FILTER = (
 class SynRecord:
     """One connection attempt: a SYN from ``sport`` to ``dport``."""
 
-    #: When the watch's thread read it (monotonic; later than the kernel saw it by the thread's wake-up
-    #: latency, which the timing tolerance's absolute part covers).
+    #: When it reached ``lo`` (monotonic, from the kernel's stamp; the read time if the kernel gave none).
     ts_ns: int
     sport: int
     dport: int
+    #: When the watch's thread read it (monotonic).
+    read_ns: int
 
     def to_json(self) -> dict[str, object]:
         return {"ts_ns": self.ts_ns, "conn": self.sport, "outcome": "syn", "peer": f"127.0.0.1:{self.sport}",
-                "detail": f"SYN to port {self.dport} (seen on lo)"}
+                "detail": f"SYN to port {self.dport} (seen on lo)",
+                "read_lag_ms": round((self.read_ns - self.ts_ns) / 1e6, 3)}
+
+
+def arrival_ns(ancillary: list[tuple[int, int, bytes]], read_ns: int, wall_ns: int) -> int:
+    """The monotonic time a packet arrived: its kernel stamp (wall clock) moved back from ``read_ns`` by the
+    wall-clock time elapsed since the stamp (``wall_ns`` read together with ``read_ns``).  ``read_ns`` when
+    there is no stamp or it is not plausible (in the future, or older than ``_MAX_LAG_NS``)."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
+            seconds, nanoseconds = _TIMESPEC.unpack_from(data)
+            elapsed: int = wall_ns - (seconds * 1_000_000_000 + nanoseconds)
+            if 0 <= elapsed <= _MAX_LAG_NS:
+                return read_ns - elapsed
+    return read_ns
 
 
 def _open_socket() -> socket.socket:
@@ -61,6 +86,7 @@ def _open_socket() -> socket.socket:
         buffer = ctypes.create_string_buffer(program)
         fprog = struct.pack("HL", len(_FILTER), ctypes.addressof(buffer))
         sock.setsockopt(socket.SOL_SOCKET, _SO_ATTACH_FILTER, fprog)
+        sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
         sock.bind(("lo", 0))
         sock.settimeout(0.05)
     except BaseException:
@@ -102,9 +128,10 @@ class SynWatch:
 
     def _run(self) -> None:
         sock = self._sock
+        room = socket.CMSG_SPACE(_TIMESPEC.size)
         while not self._stop.is_set():
             try:
-                data, address = sock.recvfrom(65535)
+                data, ancillary, _flags, address = sock.recvmsg(65535, room)
             except (TimeoutError, BlockingIOError):
                 with self._drained:
                     self._drained_ns = time.monotonic_ns()
@@ -112,7 +139,7 @@ class SynWatch:
                 continue
             except OSError:
                 return
-            now = time.monotonic_ns()
+            now, wall = time.monotonic_ns(), time.time_ns()
             if address[2] != _PACKET_HOST or len(data) < 34:
                 continue  # the outgoing copy of a loopback packet, or too short to hold IP + TCP ports
             ihl = (data[14] & 0x0F) * 4
@@ -123,7 +150,7 @@ class SynWatch:
                 with self._lock:
                     if self.records and self.records[-1].sport == sport and self.records[-1].dport == dport:
                         continue  # a retransmitted SYN is the same attempt
-                    self.records.append(SynRecord(now, sport, dport))
+                    self.records.append(SynRecord(arrival_ns(ancillary, now, wall), sport, dport, now))
 
     def records_until(self, since_ns: int, timeout_s: float) -> list[SynRecord]:
         """Every SYN that reached the socket before ``since_ns``, once the thread has read them all (it reads on
