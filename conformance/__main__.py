@@ -3,12 +3,15 @@
     python -m conformance run --broker-url tcp://broker:61616
     python -m conformance run --target reference --evidence-dir evidence -- -x -k window
     python -m conformance run --target artemis --artemis-version 2.28.0 --case 'reattach.*'
+    python -m conformance run --client artemis@2.44.0 --case 'backoff.*'
     python -m conformance cases
     python -m conformance clauses --level SHOULD
 
 ``run`` is pytest over the kit's suite with the plugin's options (docs/conformance.md); anything it does not
 know is passed on to pytest, and its exit status is pytest's: 0 every case conforms, 1 a case failed,
-2 none failed but some were indeterminate (or pytest was interrupted), 3-5 pytest's own.
+2 none failed but some were indeterminate (or pytest was interrupted), 3 none failed but the kit itself erred
+in some (KIT_ERROR; also pytest's internal error), 4-5 pytest's own.  A run judges one subject: the broker
+(the target), or with --client the client under test (client cases only).
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from conformance.targets import TARGET_KINDS
 
 def _run_args(options: argparse.Namespace, extra: Sequence[str]) -> list[str]:
     args: list[str] = []
-    for flag, value in (("--target", options.target), ("--artemis-version", options.artemis_version),
+    for flag, value in (("--target", options.target), ("--client", options.client),
+                        ("--artemis-version", options.artemis_version),
                         ("--broker-url", options.broker_url), ("--broker-user", options.broker_user),
                         ("--broker-password", options.broker_password), ("--timing-scale", options.timing_scale),
                         ("--timing-tolerance", options.timing_tolerance), ("--evidence-dir", options.evidence_dir),
@@ -110,7 +114,7 @@ def _cmd_cases(options: argparse.Namespace, extra: Sequence[str]) -> int:
         return int(status)
     width = max((len(c.id) for c in collector.cases), default=0)
     for case in collector.cases:
-        print(f"{case.id:<{width}}  {case.clause}  {case.description}")
+        print(f"{case.id:<{width}}  {case.subject:<6}  {case.clause}  {case.description}")
     print(f"{len(collector.cases)} cases", file=sys.stderr)
     return 0
 
@@ -139,7 +143,10 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run the conformance suite (pytest with the kit's plugin)",
                               description="Run the conformance suite. Options not listed here go to pytest "
                                           "(put them after --).")
-    run.add_argument("--target", choices=TARGET_KINDS, help="the broker under test (url is implied by --broker-url)")
+    run.add_argument("--target", choices=TARGET_KINDS, help="the broker under test (url is implied by --broker-url; "
+                                                             "reference by --client)")
+    run.add_argument("--client", metavar="CLIENT", help="judge a client instead of the broker: kit, or artemis[@V] "
+                                                        "(the stock client of a pinned version); client cases only")
     run.add_argument("--artemis-version", metavar="V", help="a pinned Artemis version (target artemis), or the "
                                                              "declared version of a url target")
     run.add_argument("--broker-url", metavar="URL", help="tcp://host:port of a broker the kit does not run")

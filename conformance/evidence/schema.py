@@ -76,6 +76,9 @@ def _common(*, case: bool = True) -> tuple[Field, ...]:
 RUN: tuple[Field, ...] = (
     *_common(case=False),
     Field("target", "string", doc="url, reference or artemis"),
+    Field("subject", "string", True, "what the run judged: broker, or client (absent in evidence older than "
+                                     "subjects: broker)"),
+    Field("client", "string", True, "the client under test of a client run: kit or artemis@<version>"),
     Field("target_version", "string", True, "the broker's version (for url: what the user declared)"),
     Field("protocol_version", "int", True, "the core protocol version of that broker version, when known"),
     Field("broker_url", "string", True),
@@ -94,14 +97,18 @@ CASE: tuple[Field, ...] = (
     *_common(),
     Field("clause_id", "string"),
     Field("clause_level", "string", True, "MUST, SHOULD or MAY"),
+    Field("subject", "string", True, "what the case judges: broker or client (absent in older evidence: broker)"),
+    Field("client", "string", True, "the client under test (client cases): kit or artemis@<version>"),
     Field("checks", "string", doc="spec, implementation or both"),
     Field("group", "string"),
     Field("nodeid", "string"),
     Field("description", "string"),
     Field("expectation", "string"),
-    Field("verdict", "string", doc="PASS, PASS_LENIENT, UNSUPPORTED, INDETERMINATE or FAIL"),
+    Field("verdict", "string", doc="PASS, PASS_LENIENT, UNSUPPORTED, INDETERMINATE, FAIL or KIT_ERROR"),
     Field("reason", "string", True),
     Field("known_deviation", "string", True, "the reason of the known deviation the verdict matched"),
+    Field("kit_error", "json", True, "for KIT_ERROR: {type, where}: the error's type and where in the kit it was "
+                                     "raised (path:line in function)"),
     Field("deviation_stale", "bool", doc="a known deviation listed this case but did not reproduce"),
     Field("should_misses", "json", doc="list of SHOULD messages the broker missed"),
     Field("params", "json", True),
@@ -267,7 +274,8 @@ def validate(record: Mapping[str, Any], kind: str | None = None) -> list[str]:
     known = {f.name for f in fields}
     for field in fields:
         if field.name not in record:
-            problems.append(f"field {field.name!r} is missing")
+            if not field.nullable:  # a nullable field may be absent: evidence older than the field reads it as null
+                problems.append(f"field {field.name!r} is missing")
             continue
         value = record[field.name]
         if value is None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from codec import Packet
+from conformance.verdicts import NotObserved
 
 from ._rules import Action, Direction
 
@@ -145,7 +146,8 @@ class WireLog:
         self._waiters = still
 
     async def wait_until(self, predicate: Callable[[], bool], timeout: float, what: str) -> None:
-        """Return once ``predicate()`` holds (checked on every new record); ``TimeoutError`` after ``timeout`` s."""
+        """Return once ``predicate()`` holds (checked on every new record).  After ``timeout`` s :class:`NotObserved`
+        (a ``TimeoutError`` and a failed check): what the log waits for is traffic of the peers, the subject's."""
         if predicate():
             return
         waiter = _Waiter(predicate, asyncio.get_running_loop().create_future())
@@ -153,7 +155,7 @@ class WireLog:
         try:
             await asyncio.wait_for(waiter.future, timeout)
         except TimeoutError:
-            raise TimeoutError(f"no {what} within {timeout} s") from None
+            raise NotObserved(f"no {what} within {timeout} s") from None
         finally:
             if waiter in self._waiters:
                 self._waiters.remove(waiter)

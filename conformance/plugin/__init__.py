@@ -6,6 +6,8 @@ ini ``cck_target`` / ``cck_broker_url``); then:
 * ``config.stash[SETTINGS_KEY]`` — the run's :class:`Settings` (always set; ``settings.active`` says whether a
   target is chosen);
 * ``config.stash[RUN_KEY]`` — the run's :class:`RunState` (run ID, clause table, known deviations, results);
+* a run judges one subject: the broker (the target), or with ``--client`` the client under test; the other
+  subject's cases are deselected;
 * ``item.stash[VERDICT_KEY]`` — a case's :class:`Judgement` (verdict, reason, matched or stale deviation),
   final after its teardown; the verdict is also in ``report.user_properties`` as ``("cck_verdict", ...)``.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 from ._fixtures import (
     EVIDENCE_KEY,
     _cck_session_target,  # noqa: F401  (a fixture: pytest finds it by name)
+    cck_client,
     cck_make_target,
     cck_settings,
     cck_target,
@@ -45,6 +48,7 @@ __all__ = [
     "cck_settings",
     "cck_target",
     "cck_make_target",
+    "cck_client",
     "evidence",
     # settings and state
     "Settings",

@@ -27,7 +27,8 @@ def allure_dynamic() -> Any | None:
         return None
 
 
-def label_case(case: Case, clause: Clause | None, target: str, target_version: str | None) -> None:
+def label_case(case: Case, clause: Clause | None, target: str, target_version: str | None,
+               client: str | None = None) -> None:
     dynamic = allure_dynamic()
     if dynamic is None:
         return
@@ -42,6 +43,10 @@ def label_case(case: Case, clause: Clause | None, target: str, target_version: s
     dynamic.parameter("target", target)
     dynamic.parameter("target_version", target_version or "unknown")
     dynamic.label("target", f"{target} {target_version or 'unknown'}")
+    dynamic.label("subject", case.subject)
+    if client is not None:
+        dynamic.parameter("client", client)
+        dynamic.label("client", client)
     lines = [f"**Does:** {case.description}", "", f"**Expects:** {case.expectation}"]
     if clause is not None:
         dynamic.severity(SEVERITY[clause.level])

@@ -12,14 +12,15 @@ from typing import Any
 
 from conformance.verdicts import Verdict
 
-__all__ = ["Deviation", "DeviationError", "DEVIATIONS_DIR", "default_deviations_file", "load_deviations",
-           "find_deviation"]
+__all__ = ["Deviation", "DeviationError", "DEVIATIONS_DIR", "default_deviations_file", "client_deviations_file",
+           "load_deviations", "find_deviation"]
 
 DEVIATIONS_DIR = Path(__file__).resolve().parent.parent / "deviations"
 
 _FIELDS = {"case", "verdict", "reason", "link", "intermittent"}
-#: A deviation expects a verdict other than PASS (a PASS needs no excuse).
-_EXPECTABLE = tuple(v for v in Verdict if v is not Verdict.PASS)
+#: A deviation expects a verdict of the subject other than PASS (a PASS needs no excuse; a KIT_ERROR is the kit's
+#: defect, never the subject's deviation).
+_EXPECTABLE = tuple(v for v in Verdict if v not in (Verdict.PASS, Verdict.KIT_ERROR))
 
 
 class DeviationError(ValueError):
@@ -56,6 +57,11 @@ def default_deviations_file(target: str, version: str | None) -> Path | None:
     if target == "artemis" or path.is_file():
         return path
     return None
+
+
+def client_deviations_file(client_name: str) -> Path:
+    """The kit's file for a client under test: ``client-kit.toml``, ``client-artemis-<version>.toml``."""
+    return DEVIATIONS_DIR / f"client-{client_name.replace('@', '-')}.toml"
 
 
 def _entry(path: Path, index: int, entry: Any) -> Deviation:

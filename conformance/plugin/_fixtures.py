@@ -5,6 +5,7 @@
   previous case stopped or killed is started again, so cases may crash it freely.
 * ``cck_make_target`` — a factory for a target of the run's kind with a topology of the case's own (started,
   closed after the case); UNSUPPORTED on a ``url`` target.
+* ``cck_client`` — the client under test of a client run (:class:`ClientUnderTest`, from ``--client``).
 * ``evidence`` — the case's :class:`CaseEvidence`; the plugin writes it out when the case ends.
 """
 
@@ -14,13 +15,14 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from conformance.clients import ClientUnderTest
 from conformance.evidence import CaseEvidence
 from conformance.targets import Target, Topology, make_target
-from conformance.verdicts import Indeterminate, Unsupported
+from conformance.verdicts import Indeterminate, KitError, Unsupported
 
 from ._settings import SETTINGS_KEY, Settings
 
-__all__ = ["cck_settings", "cck_target", "cck_make_target", "evidence", "EVIDENCE_KEY"]
+__all__ = ["cck_settings", "cck_target", "cck_make_target", "cck_client", "evidence", "EVIDENCE_KEY"]
 
 EVIDENCE_KEY = pytest.StashKey[CaseEvidence]()
 
@@ -89,6 +91,14 @@ def cck_make_target(
     finally:
         for target in reversed(made):
             target.close()
+
+
+@pytest.fixture(scope="session")
+def cck_client(cck_settings: Settings) -> ClientUnderTest:
+    if cck_settings.client is None:  # client cases are deselected in broker runs: a broker case asked for it
+        raise KitError("a broker case asked for the client under test; only client cases (subject 'client', run "
+                       "with --client) have one")
+    return cck_settings.client
 
 
 @pytest.fixture

@@ -24,7 +24,14 @@ from conformance.targets import kit_version
 from conformance.verdicts import Verdict
 
 from ._allure import label_case, label_verdict
-from ._deviations import Deviation, DeviationError, default_deviations_file, find_deviation, load_deviations
+from ._deviations import (
+    Deviation,
+    DeviationError,
+    client_deviations_file,
+    default_deviations_file,
+    find_deviation,
+    load_deviations,
+)
 from ._fixtures import EVIDENCE_KEY
 from ._judge import Judgement, judge_phase, judge_teardown
 from ._options import add_options, conformance_option_given, settings_from_config
@@ -96,7 +103,12 @@ def pytest_configure(config: pytest.Config) -> None:
     except ClauseError as exc:
         raise pytest.UsageError(f"clause table {settings.clause_table or CLAUSE_DIR}: {exc}") from None
     _check_clause_selection(settings, clauses)
-    deviations_file = settings.deviations_file or default_deviations_file(settings.target, settings.artemis_version)
+    if settings.deviations_file is not None:
+        deviations_file: Path | None = settings.deviations_file
+    elif settings.client is not None:
+        deviations_file = client_deviations_file(settings.client.name)
+    else:
+        deviations_file = default_deviations_file(settings.target, settings.artemis_version)
     try:
         deviations = load_deviations(deviations_file)
     except DeviationError as exc:
@@ -150,7 +162,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, p
 
 
 def _selected(case: Case | None, settings: Settings) -> bool:
-    if case is None:
+    if case is None or case.subject != settings.subject:
         return False
     if settings.case_globs and not any(fnmatchcase(case.id, glob) for glob in settings.case_globs):
         return False
@@ -159,9 +171,13 @@ def _selected(case: Case | None, settings: Settings) -> bool:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     state = config.stash.get(RUN_KEY, None)
-    if state is None or not (state.settings.case_globs or state.settings.clauses):
+    if state is None:
         return
-    selected = [item for item in items if _selected(case_of(item), state.settings)]
+    # a run judges one subject: the other subject's cases, and the suite's helper tests when a selection is
+    # given, are left out (helper tests of the suite, e.g. table checks, run with every unfiltered run)
+    selection = bool(state.settings.case_globs or state.settings.clauses)
+    selected = [item for item in items if _selected(case_of(item), state.settings)
+                or (case_of(item) is None and not selection)]
     deselected = [item for item in items if item not in selected]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
@@ -174,7 +190,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     case = case_of(item)
     if state is None or case is None:
         return
-    label_case(case, state.clauses.get(case.clause), state.settings.target or "", state.target_version)
+    client = state.settings.client
+    label_case(case, state.clauses.get(case.clause), state.settings.target or "", state.target_version,
+               None if client is None else client.name)
 
 
 def _apply_deviation(judgement: Judgement, deviations: tuple[Deviation, ...], case_id: str) -> Judgement:
@@ -183,7 +201,7 @@ def _apply_deviation(judgement: Judgement, deviations: tuple[Deviation, ...], ca
         return replace(judgement, deviation=None, stale=None)
     if deviation.verdict is judgement.verdict:
         return replace(judgement, deviation=deviation, stale=None)
-    if judgement.verdict is Verdict.UNSUPPORTED:  # the case could not run here: nothing to confirm or refute
+    if judgement.verdict in (Verdict.UNSUPPORTED, Verdict.KIT_ERROR):  # nothing to confirm or refute
         return replace(judgement, deviation=None, stale=None)
     if deviation.intermittent and judgement.verdict is Verdict.PASS:  # a race that did not happen this time
         return replace(judgement, deviation=None, stale=None)
@@ -222,9 +240,12 @@ def _case_record(state: RunState, item: pytest.Item, case: Case, judgement: Judg
     started = item.stash.get(_STARTED_KEY, finished)
     return {
         "case_id": case.id, "clause_id": case.clause, "clause_level": clause.level if clause else None,
+        "subject": case.subject, "client": None if state.settings.client is None else state.settings.client.name,
         "checks": case.checks, "group": case.group, "nodeid": item.nodeid, "description": case.description,
         "expectation": case.expectation, "verdict": str(judgement.verdict), "reason": judgement.reason,
         "known_deviation": judgement.deviation.reason if judgement.deviation else None,
+        "kit_error": None if judgement.verdict is not Verdict.KIT_ERROR else {
+            "type": judgement.error_type, "where": judgement.error_where},
         "deviation_stale": judgement.stale is not None,
         "should_misses": [miss.message for miss in evidence.should_misses] if evidence else [],
         "params": dict(case.params), "duration_s": item.stash.get(_DURATION_KEY, 0.0),
@@ -258,7 +279,7 @@ def _judge(state: RunState, item: pytest.Item, case: Case, call: pytest.CallInfo
         _show(report, item, judgement)
         return
     before = item.stash.get(VERDICT_KEY, None)
-    final = judge_teardown(before, report.outcome, message)
+    final = judge_teardown(before, report.outcome, call.excinfo.value if call.excinfo else None, message)
     if final is not before:
         final = _apply_deviation(final, state.deviations, case.id)
     item.stash[VERDICT_KEY] = final
@@ -301,6 +322,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if state.writer is not None:
         state.writer.write_run({
             "target": state.settings.target, "target_version": state.target_version,
+            "subject": state.settings.subject,
+            "client": None if state.settings.client is None else state.settings.client.name,
             "protocol_version": state.protocol_version, "broker_url": state.settings.broker_url,
             "strict": state.settings.strict, "python": f"{platform.python_implementation()} {python_version()}",
             "pytest": pytest.__version__, "kit_version": kit_version(),

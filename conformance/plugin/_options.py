@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import pytest
 
+from conformance.clients import ClientUnderTest, parse_client
 from conformance.oracles import DEFAULT_TOLERANCE, Tolerance
 from conformance.targets import TARGET_KINDS, check_url, pinned_artemis_versions
 
@@ -54,6 +55,9 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option("target", "--target", f"the broker under test: {', '.join(TARGET_KINDS)} (default: url when --broker-url "
            "is given; without a target the plugin is inert)", metavar="{" + ",".join(TARGET_KINDS) + "}"),
+    Option("client", "--client", "judge a client instead of the broker: kit (the kit's own client) or "
+           "artemis[@V] (the stock Artemis client of a pinned version); runs the client cases only, against "
+           "--target (default: reference)", metavar="CLIENT"),
     Option("artemis_version", "--artemis-version", "target artemis: a pinned version (default: the pins' default); "
            "target url: the version the broker is declared to be (picks its known-deviations file)", metavar="V"),
     Option("broker_url", "--broker-url", "target url: the broker's core acceptor, tcp://host:port[?params] "
@@ -192,6 +196,13 @@ def _target(raw: _Raw) -> str:
     return str(raw.value)
 
 
+def _client(raw: _Raw, default_version: str, pins: tuple[str, ...]) -> ClientUnderTest:
+    try:
+        return parse_client(str(raw.value), default_version, pins)
+    except ValueError as exc:
+        raise raw.error(str(exc)) from None
+
+
 def _url(raw: _Raw) -> str:
     try:
         return check_url(str(raw.value))
@@ -215,10 +226,15 @@ def resolve_settings(cli: Mapping[str, Any], env: Mapping[str, str], ini: Mappin
         return default if raw is None else parse(raw)
 
     target: str | None = get("target", _target)
+    default_version, pins = pinned()
+    client: ClientUnderTest | None = get("client", lambda raw: _client(raw, default_version, pins))
     url: str | None = get("broker_url", _url)
     if url is not None and target is None:
         target = "url"
         sources["target"] = f"implied by {sources['broker_url']}"
+    if client is not None and target is None:
+        target = "reference"  # a client is judged against the kit's reference broker unless told otherwise
+        sources["target"] = f"implied by {sources['client']}"
     url_raw = raws["broker_url"]
     if url_raw is not None and target != "url":
         raise url_raw.error(f"is only for target url, but the target is {target!r} (from {sources['target']})",
@@ -228,10 +244,9 @@ def resolve_settings(cli: Mapping[str, Any], env: Mapping[str, str], ini: Mappin
                                 f"ini cck_broker_url (target from {sources['target']})")
     version: str | None = get("artemis_version", lambda raw: str(raw.value))
     if target == "artemis":
-        default, pins = pinned()
         version_raw = raws["artemis_version"]
         if version_raw is None:
-            version = default
+            version = default_version
             sources["artemis_version"] = "default"
         elif version not in pins:
             raise version_raw.error(f"is not a pinned Artemis version: use one of {', '.join(pins)} "
@@ -241,7 +256,7 @@ def resolve_settings(cli: Mapping[str, Any], env: Mapping[str, str], ini: Mappin
     scale: float = get("timing_scale", _positive, 1.0)
     tolerance: Tolerance = get("timing_tolerance", _tolerance, DEFAULT_TOLERANCE)
     values.update(
-        target=target, artemis_version=version, broker_url=url,
+        target=target, artemis_version=version, broker_url=url, client=client,
         user=get("broker_user", lambda raw: str(raw.value)),
         password=get("broker_password", lambda raw: str(raw.value)),
         timing_scale=scale, tolerance=tolerance.scaled(scale),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from conformance.verdicts import Verdict
 
 from ._judge import first_line
-from ._run import RunState, target_description
+from ._run import RunState, subject_description
 
 __all__ = ["header_lines", "summary_lines", "EXIT_MEANING"]
 
@@ -13,15 +13,18 @@ EXIT_MEANING = {
     0: "every case conforms",
     1: "a case failed",
     2: "no case failed, but some were indeterminate",
+    3: "no case failed, but the kit itself erred in some (KIT_ERROR: a defect of the kit, not of the subject)",
 }
 
 
 def header_lines(state: RunState) -> list[str]:
     settings = state.settings
-    lines = [f"core conformance: target {target_description(state)}; run {state.run_id}"]
+    lines = [f"core conformance: {subject_description(state)}; run {state.run_id}"]
     mode = "strict (a missed SHOULD is FAIL)" if settings.strict else "lenient (a missed SHOULD is PASS_LENIENT)"
+    blind = settings.tolerance.blind_below_ms()
     lines.append(f"core conformance: {mode}; timing scale x{settings.timing_scale:g}, "
-                 f"tolerance {settings.tolerance.describe()}")
+                 f"tolerance {settings.tolerance.describe()} (an expected interval under {blind:.0f} ms cannot be told "
+                 "from no wait at all)")
     deviations = state.deviations_file
     known = f"{len(state.deviations)} known deviations ({deviations})" if deviations else "no known-deviations file"
     evidence = f"evidence {state.writer.directory}" if state.writer is not None else "no evidence (--evidence-dir)"
@@ -37,7 +40,7 @@ def summary_lines(state: RunState) -> list[str]:
     known = sum(1 for r in state.results if r.judgement.deviation is not None)
     parts = [f"{verdict} {counts[verdict]}" for verdict in Verdict if counts[verdict]]
     total = sum(counts.values())
-    lines = [f"{total} cases against {target_description(state)}: {', '.join(parts) or 'none ran'}"
+    lines = [f"{total} {subject_description(state)}: {', '.join(parts) or 'none ran'}"
              + (f" ({known} known deviations)" if known else "")]
     width = max((len(r.case.id) for r in state.results), default=0)
     for result in state.results:

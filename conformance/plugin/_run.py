@@ -21,7 +21,8 @@ from ._deviations import Deviation
 from ._judge import Judgement
 from ._settings import Settings
 
-__all__ = ["RunState", "CaseResult", "RUN_KEY", "VERDICT_KEY", "new_run_id", "case_of", "target_description"]
+__all__ = ["RunState", "CaseResult", "RUN_KEY", "VERDICT_KEY", "new_run_id", "case_of", "target_description",
+           "subject_description"]
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,13 @@ class RunState:
         return Counter(r.judgement.verdict for r in self.results)
 
     def verdict_exit_status(self) -> int:
-        """0 every case conforms, 1 a FAIL (or a failed non-case test), 2 no FAIL but an INDETERMINATE."""
-        open_ = [r.judgement for r in self.results if not r.judgement.conforms]
-        if self.other_failures or any(j.verdict is Verdict.FAIL for j in open_):
+        """0 every case conforms, 1 a FAIL (or a failed non-case test), 3 no FAIL but a KIT_ERROR, 2 neither but
+        an INDETERMINATE."""
+        open_ = {r.judgement.verdict for r in self.results if not r.judgement.conforms}
+        if self.other_failures or Verdict.FAIL in open_:
             return 1
+        if Verdict.KIT_ERROR in open_:
+            return 3
         return 2 if open_ else 0
 
 
@@ -77,6 +81,14 @@ def case_of(item: pytest.Item) -> Case | None:
     callspec = getattr(item, "callspec", None)
     case = callspec.params.get("case") if callspec is not None else None
     return case if isinstance(case, Case) else None
+
+
+def subject_description(state: RunState) -> str:
+    """What the run judges: "broker cases" of its target, or "client cases" of the client under test."""
+    client = state.settings.client
+    if client is None:
+        return f"broker cases against {target_description(state)}"
+    return f"client cases of {client.describe()} ({client.name}) against {target_description(state)}"
 
 
 def target_description(state: RunState) -> str:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from conformance.cases import Subject
+from conformance.clients import ClientUnderTest
 from conformance.oracles import DEFAULT_TOLERANCE, Tolerance
 
 __all__ = ["Settings", "SETTINGS_KEY"]
@@ -34,6 +36,8 @@ class Settings:
     deviations_file: Path | None = None
     #: A clause table directory replacing the kit's (``conformance/clauses/``).
     clause_table: Path | None = None
+    #: The client under test (``--client``): the run judges client cases with it; None for a broker run.
+    client: ClientUnderTest | None = None
     #: Where each value came from ("--target", "env CCK_TARGET", "ini cck_target", "default"), for messages.
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -41,10 +45,16 @@ class Settings:
     def active(self) -> bool:
         return self.target is not None
 
+    @property
+    def subject(self) -> Subject:
+        """What this run judges: the client under test when one is named, else the broker."""
+        return "broker" if self.client is None else "client"
+
     def public(self) -> dict[str, object]:
         """The settings as plain JSON-ready data for the evidence's run record (the password left out)."""
         return {
             "target": self.target, "artemis_version": self.artemis_version, "broker_url": self.broker_url,
+            "subject": self.subject, "client": None if self.client is None else self.client.name,
             "user": self.user, "password": None if self.password is None else "***",
             "timing_scale": self.timing_scale, "tolerance": self.tolerance.to_dict(),
             "case_globs": list(self.case_globs), "clauses": list(self.clauses), "strict": self.strict,

@@ -18,10 +18,14 @@ from pathlib import Path
 
 from conformance.artemis.distribution import Distribution
 from conformance.artemis.java_tools import ToolError, compile_java, java_command
+from conformance.verdicts import KitError, NotObserved
 
 __all__ = ["MAIN", "JavaEvent", "StockClient", "build_backoff_client", "backoff_sources"]
 
 MAIN = "cck.backoff.BackoffClient"
+#: Lines the program prints about itself, not about the client it drives: not seeing them in time is the kit's
+#: problem (a JVM that did not start), not the client's.
+_HARNESS_EVENTS = frozenset({"started", "ready", "closed", "warmed-up"})
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -90,8 +94,9 @@ class StockClient:
         return next((e for e in self.events if e.event in names and e.ts_ns > after_ns), None)
 
     async def wait_for(self, *names: str, timeout: float, after_ns: int = 0) -> JavaEvent:
-        """The first event named one of ``names`` read after ``after_ns``; TimeoutError after ``timeout`` s,
-        ToolError if the JVM ends first."""
+        """The first event named one of ``names`` read after ``after_ns``.  After ``timeout`` s: the program's own
+        lines (``ready``, ...) missing are the kit's error (:class:`KitError`), the client's are a failed check
+        (:class:`NotObserved`); ToolError if the JVM ends first."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
@@ -103,8 +108,9 @@ class StockClient:
             self._changed.clear()
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise TimeoutError(f"no {'/'.join(names)} from the stock client within {timeout:.1f}s: "
-                                   f"{self.transcript()}")
+                problem = KitError if set(names) <= _HARNESS_EVENTS else NotObserved
+                raise problem(f"no {'/'.join(names)} from the stock client within {timeout:.1f}s: "
+                              f"{self.transcript()}")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
 

@@ -32,6 +32,7 @@ from conformance.oracles import (
     expected_initial_connect_schedule,
     expected_reconnect_schedule,
 )
+from conformance.verdicts import NotObserved
 from reference.client import ClientError, ClientSettings, Connection, FailoverEvent, connect
 
 from ._backoff_java import StockClient
@@ -199,7 +200,11 @@ async def _kit_reconnect(plan: Plan, proxy: FaultProxy, base: ClientSettings, to
             with contextlib.suppress(TimeoutError):
                 await proxy.wait_for_attempts(len(proxy.attempts) + 1, _quiet_s(plan, plan.limit, tolerance, 1.0))
         elif expected:
-            await asyncio.wait_for(gave_up.wait(), _span_s(plan, tolerance))
+            try:
+                await asyncio.wait_for(gave_up.wait(), _span_s(plan, tolerance))
+            except TimeoutError:
+                raise NotObserved(f"the client neither gave up nor reconnected within {_span_s(plan, tolerance):.1f} "
+                                  f"s of the cut ({len(proxy.attempts) - before} attempt(s) seen)") from None
             with contextlib.suppress(TimeoutError):
                 await proxy.wait_for_attempts(before + len(expected) + 1,
                                               _quiet_s(plan, len(expected), tolerance, 1.0))
@@ -251,6 +256,7 @@ async def _kit_initial(plan: Plan, proxies: Sequence[FaultProxy], base: ClientSe
     started = time.monotonic_ns()
     task = asyncio.ensure_future(connect(_locator_url(proxies, plan), settings=base, connect_timeout=10.0))
     connection: Connection | None = None
+    failed_ns: int | None = None
     try:
         if plan.limit is not None:
             limit = plan.limit  # narrowed for the predicate below
@@ -263,7 +269,11 @@ async def _kit_initial(plan: Plan, proxies: Sequence[FaultProxy], base: ClientSe
             try:
                 connection = await asyncio.wait_for(task, _span_s(plan, tolerance))
             except ConnectionRefusedError as exc:
+                failed_ns = time.monotonic_ns()
                 notes["error"] = str(exc)
+            except TimeoutError:
+                raise NotObserved(f"the connect call neither connected nor failed within "
+                                  f"{_span_s(plan, tolerance):.1f} s") from None
             if plan.failing is None and connection is not None:
                 problems.append("the connection succeeded although every attempt was refused")
             if plan.failing is not None and connection is None:
@@ -274,6 +284,9 @@ async def _kit_initial(plan: Plan, proxies: Sequence[FaultProxy], base: ClientSe
             owner = {(a.ts_ns, a.conn): i for i, p in enumerate(proxies) for a in p.attempts}
             notes["connector_of_each_attempt"] = [owner.get((a.ts_ns, a.to_json()["conn"])) for a in attempts]
         observed = [a.ts_ns for a in attempts]
+        if failed_ns is not None and observed and failed_ns < observed[-1]:
+            problems.append("the connect call failed before the client's last attempt")
+        notes["connect_failed_ms"] = None if failed_ns is None or not observed else (failed_ns - observed[0]) / _MS
         origin = observed[0] if observed else started
         return RunOutcome(_judge(plan, observed, origin, tolerance, problems), attempts, problems, notes)
     finally:
@@ -326,7 +339,7 @@ async def _stock_reconnect(plan: Plan, proxy: FaultProxy, watch: SynWatch, clien
         await wait_until(lambda: len(watch.snapshot()) - before >= limit, _span_s(plan, tolerance),
                          f"fewer than {plan.limit} attempts")
         closed_ns = time.monotonic_ns()
-        await client.close()
+        await client.close()  # the program exits once its locator is closed: no attempt can follow it
     elif expected:
         await client.wait_for("connection-failed", timeout=_span_s(plan, tolerance), after_ns=origin)
         await _quiet(watch, before + len(expected), _quiet_s(plan, len(expected), tolerance, 1.0))
@@ -335,11 +348,22 @@ async def _stock_reconnect(plan: Plan, proxy: FaultProxy, watch: SynWatch, clien
         await _quiet(watch, before, _quiet_s(plan, 0, tolerance, 3.0))
     attempts: list[_Stamped] = list((await _recorded(watch))[before:])
     observed = [a.ts_ns for a in attempts if closed_ns is None or a.ts_ns <= closed_ns]
+    _after_close(client, attempts, problems)
     failed = client.first("connection-failed", after_ns=origin)
     notes["connection_failed_ms"] = None if failed is None else (failed.ts_ns - origin) / _MS
     if plan.limit is None and expected and failed is not None and observed and failed.ts_ns < observed[-1]:
         problems.append("the failure listener reported the failure before the last attempt")
     return RunOutcome(_judge(plan, observed, origin, tolerance, problems), attempts, problems, notes)
+
+
+def _after_close(client: StockClient, attempts: Sequence[_Stamped], problems: list[str]) -> None:
+    """Attempts stamped after the program said its locator was closed (the "closed" line is read after the close
+    returned, so an attempt the kernel stamped later surely came after it)."""
+    closed = client.first("closed")
+    if closed is not None:
+        late = [a for a in attempts if a.ts_ns > closed.ts_ns]
+        if late:
+            problems.append(f"{len(late)} attempt(s) after the client was closed")
 
 
 async def _recorded(watch: SynWatch) -> list[SynRecord]:
@@ -366,13 +390,18 @@ async def _stock_initial(plan: Plan, proxies: Sequence[FaultProxy], watch: SynWa
         limit = plan.limit  # narrowed for the predicate below
         await wait_until(lambda: len(watch.snapshot()) >= limit, 60.0 + _span_s(plan, tolerance),
                          f"fewer than {plan.limit} attempts")
-        await client.close()
+        await client.close()  # the program exits once its locator is closed: no attempt can follow it
+        end = None
     else:
         end = await client.wait_for("gave-up", "connected", timeout=60.0 + _span_s(plan, tolerance))
         if end.event != "gave-up":
             problems.append("the stock client connected although nothing was listening")
         notes["error"] = end.detail
     attempts: list[_Stamped] = list(await _recorded(watch))
+    _after_close(client, attempts, problems)
+    attempts = [a for a in attempts if (closed := client.first("closed")) is None or a.ts_ns <= closed.ts_ns]
     observed = [a.ts_ns for a in attempts]
+    if end is not None and end.event == "gave-up" and observed and end.ts_ns < observed[-1]:
+        problems.append("the connect call failed before the client's last attempt")
     origin = observed[0] if observed else None
     return RunOutcome(_judge(plan, observed, origin, tolerance, problems), attempts, problems, notes)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+import inspect
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
 from typing import Any
 
 from conformance.plugin import Settings
+from conformance.verdicts import Indeterminate, NotObserved
 
-__all__ = ["run", "wait_until"]
+__all__ = ["run", "wait_until", "bounded", "judged_afterwards"]
 
 #: Pause between two looks at a polled condition (bounded by the poll's deadline).
 POLL_S = 0.01
@@ -16,15 +19,57 @@ POLL_S = 0.01
 
 def run(settings: Settings, scenario: Coroutine[Any, Any, None], seconds: float) -> None:
     """Run a case's scenario on a fresh event loop, bounded by the run's scaled deadline."""
-    asyncio.run(asyncio.wait_for(scenario, settings.deadline(seconds)))
+    asyncio.run(bounded(scenario, settings.deadline(seconds)))
+
+
+async def bounded(scenario: Coroutine[Any, Any, Any], seconds: float) -> Any:
+    """Await ``scenario`` for at most ``seconds``.  Running out is INDETERMINATE, not a FAIL: every wait for the
+    subject inside a case has a deadline of its own and fails the case when it passes (:class:`NotObserved`), so
+    only a case that was slow everywhere (a loaded machine) reaches the overall one.  A ``TimeoutError`` raised
+    inside the scenario is passed on as it is."""
+    try:
+        async with asyncio.timeout(seconds) as scope:
+            return await scenario
+    except TimeoutError:
+        if scope.expired():
+            raise Indeterminate(f"the case did not finish within its overall deadline of {seconds:.0f} s") from None
+        raise
 
 
 async def wait_until(predicate: Callable[[], bool], seconds: float, what: str) -> None:
-    """Poll ``predicate`` until it holds, at most ``seconds`` (loop clock, monotonic); a miss raises TimeoutError
-    naming ``what``."""
+    """Poll ``predicate`` until it holds, at most ``seconds`` (loop clock, monotonic).  ``what`` names what the
+    subject must do; a miss is a failed check (:class:`NotObserved`) naming it."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     while not predicate():
         if loop.time() >= deadline:
-            raise TimeoutError(f"{what}: not within {seconds:.1f} s")
+            raise NotObserved(f"{what}: not within {seconds:.1f} s")
         await asyncio.sleep(POLL_S)
+
+
+@asynccontextmanager
+async def judged_afterwards(*steps: Callable[[], Any]) -> AsyncIterator[None]:
+    """Run the block, then ``steps`` in order *however the block ended*: a case's final judgements (drain what
+    the broker still holds, check the history, each writing its own evidence) are made even when a wire-level
+    check in the block already failed, so the evidence of a failure holds every finding.
+
+    A step may be a function or a coroutine function; the steps stop at the first that raises (a later step
+    would judge what an unfinished one left half done).  The block's failure, if any, is raised with the
+    failing step's message added as a note; otherwise the failing step's own error is raised."""
+    failure: Exception | None = None
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001  (re-raised below, after the steps)
+        failure = exc
+    for step in steps:
+        try:
+            outcome = step()
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception as exc:
+            if failure is None:
+                raise
+            failure.add_note(f"and afterwards: {type(exc).__name__}: {exc}")
+            break
+    if failure is not None:
+        raise failure

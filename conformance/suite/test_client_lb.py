@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from conformance.cases import Case, cases
+from conformance.clients import ClientUnderTest
 from conformance.evidence import CaseEvidence
 from conformance.plugin import Settings
 from conformance.targets import Target, Topology, make_target
@@ -165,8 +166,8 @@ BALANCE = tuple(
          f"3-node symmetric cluster; one locator, {description}, opens {count} connections one after another "
          f"(a session on each) with a seeded random source (seed {seed})",
          expect, checks="implementation" if check.startswith("topology") else "both", needs=("config",),
-         params={"policy": policy, "urls": urls, "use_topology": use_topology, "count": count, "seed": seed,
-                 "check": check})
+         subject="client", params={"policy": policy, "urls": urls, "use_topology": use_topology, "count": count,
+                                   "seed": seed, "check": check})
     for sub, clause, policy, urls, use_topology, count, seed, check, description, expect in _ROWS
 )
 
@@ -224,8 +225,10 @@ def _problems(case: Case, target: Target, reached: list[str], url_nodes: list[st
 
 
 @cases(*BALANCE)
-def test_connections_are_balanced(case: Case, lb_cluster: Target, cck_settings: Settings,
-                                  evidence: CaseEvidence) -> None:
+def test_connections_are_balanced(case: Case, cck_client: ClientUnderTest, lb_cluster: Target,
+                                  cck_settings: Settings, evidence: CaseEvidence) -> None:
+    cck_client.require_kit("the case counts where each connection of one locator lands, with a seeded random "
+                           "source, through the kit's client API")
     target = lb_cluster
     url = _url(target, case)
     url_nodes = [target.nodes[i].name for i in case.params["urls"]]

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from codec import CoreMessage, DiscoveryDatagram, RoutingType, TransportConfiguration, encode_discovery
 from conformance.cases import Case, cases
+from conformance.clients import ClientUnderTest
 from conformance.evidence import CaseEvidence
 from conformance.oracles import check_schedule, expected_broadcast_schedule
 from conformance.plugin import Settings
@@ -255,14 +256,15 @@ CLIENT = tuple(
          "udp://<group-address>:<group-port> (joined on 127.0.0.1) and no broker address at all",
          "every connection is made to a node of the cluster found through the broadcasts, and a message sent "
          "through it comes back",
-         needs=("config",), params={"nodes": nodes, "connections": connections})
+         needs=("config",), subject="client", params={"nodes": nodes, "connections": connections})
     for n, (nodes, connections) in enumerate(((1, 1), (3, 3)), 1)
 )
 
 
 @cases(*CLIENT)
-def test_client_finds_brokers_through_udp(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
-                                          evidence: CaseEvidence) -> None:
+def test_client_finds_brokers_through_udp(case: Case, cck_client: ClientUnderTest, cck_make_target: MakeTarget,
+                                          cck_settings: Settings, evidence: CaseEvidence) -> None:
+    cck_client.require_kit("the case opens udp:// connections through the kit's client API")
     target = _managed(cck_make_target(_topology(case.params["nodes"], 500)))
     cluster = target.topology.cluster
     assert cluster is not None

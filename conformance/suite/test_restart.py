@@ -14,6 +14,7 @@ import asyncio
 from typing import Any
 
 from conformance.cases import Case, cases
+from conformance.clients import ClientUnderTest
 from conformance.evidence import CaseEvidence
 from conformance.oracles import History, check
 from conformance.plugin import Settings
@@ -87,7 +88,7 @@ GIVE_UP = tuple(
          "down",
          f"the failure listener is called, the client makes exactly {attempts} reconnect attempt(s) and gives up; "
          "a waiting receive and later calls fail with the connection failure",
-         needs=_need(trigger), params={"trigger": trigger, "attempts": attempts})
+         needs=_need(trigger), subject="client", params={"trigger": trigger, "attempts": attempts})
     for n, (trigger, attempts) in enumerate((("kill", 1), ("kill", 3), ("stop", 2)), 1)
 )
 
@@ -222,8 +223,10 @@ def test_what_queues_survive(case: Case, cck_target: Target, cck_settings: Setti
 
 
 @cases(*GIVE_UP)
-def test_reconnect_attempts_exhausted(case: Case, cck_target: Target, cck_settings: Settings,
-                                      evidence: CaseEvidence) -> None:
+def test_reconnect_attempts_exhausted(case: Case, cck_client: ClientUnderTest, cck_target: Target,
+                                      cck_settings: Settings, evidence: CaseEvidence) -> None:
+    cck_client.require_kit("the case watches the failure listener, a waiting receive and the calls after giving "
+                           "up through the kit's client API")
     trigger, attempts = case.params["trigger"], case.params["attempts"]
     queue = queue_for(case)
 

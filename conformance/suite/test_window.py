@@ -23,6 +23,7 @@ from codec import (
     SessionSendMessage,
 )
 from conformance.cases import Case, cases
+from conformance.clients import ClientUnderTest
 from conformance.evidence import CaseEvidence
 from conformance.faults import Drop, FaultProxy, WireRecord
 from conformance.plugin import Settings
@@ -307,13 +308,15 @@ FLUSH_PING = tuple(
          f"a consumer (window {window} bytes, PING every {period} ms) receives {k} messages, less than a window",
          "the client flushes its partial window with the next PING: a PACKETS_CONFIRMED naming the last broker "
          "packet it processed follows a PING within one ping period (the kit's client, notes §9.3)",
-         checks="implementation", params={"window": window, "k": k, "period": period})
+         checks="implementation", subject="client", params={"window": window, "k": k, "period": period})
     for i, (window, k, period) in enumerate(((64 * KIB, 3, 200), (1 * MIB, 10, 300)), start=1)
 )
 
 
 @cases(*FLUSH_PING)
-def test_client_flush_on_ping(case: Case, cck_target: Target, cck_settings: Settings, evidence: CaseEvidence) -> None:
+def test_client_flush_on_ping(case: Case, cck_client: ClientUnderTest, cck_target: Target, cck_settings: Settings,
+                              evidence: CaseEvidence) -> None:
+    cck_client.require_kit("the case drives a consumer of the kit's client through the fault proxy")
     p = case.params
     deadline = cck_settings.deadline
 
@@ -357,13 +360,15 @@ RELEASE_CLIENT = tuple(
          f"{count} asynchronous sends of {body}-byte bodies with a {window}-byte window",
          "each PACKETS_CONFIRMED the client has processed frees its resend cache up to that command: after the "
          "last answer the cache holds exactly the commands after the last confirmation that preceded it",
-         params={"window": window, "count": count, "body": body})
+         subject="client", params={"window": window, "count": count, "body": body})
     for i, (window, count, body) in enumerate(((1 * KIB, 50, 100), (10 * KIB, 100, 500)), start=1)
 )
 
 
 @cases(*RELEASE_CLIENT)
-def test_client_cache_release(case: Case, cck_target: Target, cck_settings: Settings, evidence: CaseEvidence) -> None:
+def test_client_cache_release(case: Case, cck_client: ClientUnderTest, cck_target: Target, cck_settings: Settings,
+                              evidence: CaseEvidence) -> None:
+    cck_client.require_kit("the case reads the client's resend cache, which only the kit's client exposes")
     p = case.params
     deadline = cck_settings.deadline
 
