@@ -50,7 +50,7 @@ from ._balance import Balancer, InitialConnect, make_policy
 from ._calls import Call
 from ._connection import ClientConnectionCore, TopologyMember
 from ._discovery import DiscoveryReceiver, connector_of, discover
-from ._errors import CallTimeout, ClientError, ConnectionFailed, ObjectClosed
+from ._errors import CallTimeout, ClientError, ConnectFailed, ConnectionFailed, ObjectClosed
 from ._locator import Connector, LocatorURL, RetryLoop, intervals, parse_locator_url
 from ._session import ConsumerCore, Delivery, ProducerCore, SessionCore, SessionOptions
 from ._settings import ClientSettings
@@ -287,7 +287,7 @@ class Connection:
                     self.balancer.set_initial(discovery.connectors)
                 retry_at = attempt.failed(self.clock())
                 if retry_at is None:
-                    raise ConnectionRefusedError(f"{exc} (gave up after {attempt.failures} attempt(s))") from exc
+                    raise ConnectFailed(f"{exc} (gave up after {attempt.failures} attempt(s))") from exc
                 self.core = self._new_core()
                 await asyncio.sleep(max(0.0, retry_at - self.clock()))
 

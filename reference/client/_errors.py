@@ -10,6 +10,7 @@ __all__ = [
     "CallTimeout",
     "ClientError",
     "ConnectionFailed",
+    "ConnectFailed",
     "FailoverInterrupted",
     "ObjectClosed",
     "ProtocolViolation",
@@ -70,6 +71,15 @@ class ConnectionFailed(ClientError):
         self.reason = reason
         self.code = code
         super().__init__(f"connection failed: {reason}")
+
+
+class ConnectFailed(ConnectionFailed, ConnectionRefusedError):
+    """The locator could not connect: every initial attempt was refused, timed out or closed by the peer (also a
+    ``ConnectionRefusedError``, as a socket's connect would be)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.args = (reason,)  # the message a refused connect has always had: the reason itself
 
 
 class ObjectClosed(ClientError):

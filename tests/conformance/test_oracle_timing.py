@@ -268,6 +268,27 @@ def test_intervals_are_judged_not_offsets() -> None:
     assert result.samples[2].deviation_ms == pytest.approx(200)
 
 
+def test_a_systematic_error_fails_the_span() -> None:
+    # every wait 240 ms too long: within each interval's 250 ms, but over three waits 720 ms against 6000 ± 650
+    four = expected_reconnect_schedule(RetryPolicy(reconnect_attempts=4))
+    result = check_schedule(observed_at(0, 2240, 4480, 6720), four, TOL, origin_ns=ORIGIN)
+    assert all(sample.ok for sample in result.samples)
+    assert result.span is not None
+    assert (result.span.waits, result.span.expected_ms, result.span.allowed_ms) == (3, 6000, 650)
+    assert result.span.deviation_ms == pytest.approx(720)
+    assert not result.ok
+    assert "the 3 waits from attempt 0 to attempt 3 took 6720.0 ms in all, expected 6000 ms ± 650.0 ms " \
+           "(720.0 ms too long)" in result.explanation
+    # random error that does not add up passes
+    assert check_schedule(observed_at(0, 2240, 4000, 6240), four, TOL, origin_ns=ORIGIN).ok
+
+
+def test_one_wait_has_no_span_of_its_own() -> None:
+    result = check_schedule(observed_at(0, 2200), THREE[:2], TOL, origin_ns=ORIGIN)
+    assert result.span is None
+    assert result.to_dict()["span"] is None
+
+
 def test_too_many_attempts() -> None:
     result = check_schedule(observed_at(0, 2000, 4000, 6000), THREE, TOL, origin_ns=ORIGIN)
     assert not result.ok

@@ -139,3 +139,37 @@ def test_conformance_option_given_reads_a_namespace() -> None:
     assert not conformance_option_given(namespace)
     namespace.cck_target = "reference"
     assert conformance_option_given(namespace)
+
+
+def test_client_names_the_client_under_test_and_implies_the_reference_broker() -> None:
+    settings = resolve({"client": "artemis@2.28.0"})
+    assert settings.client is not None
+    assert (settings.client.kind, settings.client.version, settings.client.name) == ("artemis", "2.28.0",
+                                                                                     "artemis@2.28.0")
+    assert settings.subject == "client"
+    assert settings.target == "reference"
+    assert settings.sources["target"] == "implied by --client"
+    assert resolve(env={"CCK_CLIENT": "artemis"}).client.name == "artemis@2.44.0"  # type: ignore[union-attr]
+    assert resolve({"client": "kit", "broker_url": "tcp://h:1"}).target == "url"
+    assert resolve({"target": "artemis"}).subject == "broker"
+    assert resolve({"client": "kit"}).public()["client"] == "kit"
+
+
+@pytest.mark.parametrize(("value", "problem"), [
+    ("artemis@9.9.9", "Artemis 9.9.9 is not pinned: use one of 2.28.0, 2.44.0"),
+    ("kit@1.0", "is not a client: use kit, artemis or artemis@<pinned version>"),
+    ("qpid", "is not a client"),
+])
+def test_a_bad_client_is_a_usage_error(value: str, problem: str) -> None:
+    with pytest.raises(pytest.UsageError, match=f"--client: '{value}' {problem}"):
+        resolve({"client": value})
+
+
+def test_the_default_tolerance_is_from_the_measured_error() -> None:
+    # the kit's and the stock client's timing error is a p99 of about 14 ms: the default may be at most
+    # ±(25 ms + 5 %), and no expected interval of 50 ms or more may have a band that reaches 0 ms
+    assert DEFAULT_TOLERANCE.absolute_ms <= 25
+    assert DEFAULT_TOLERANCE.relative <= 0.05
+    assert all(DEFAULT_TOLERANCE.allowed_ms(expected) < expected for expected in range(50, 10_001))
+    assert DEFAULT_TOLERANCE.blind_below_ms() < 50
+    assert resolve({"timing_scale": "2"}).tolerance.blind_below_ms() == pytest.approx(50 / 0.9)

@@ -364,3 +364,201 @@ def test_real(case, cck_target, cck_settings):
     result.stdout.fnmatch_lines(["core conformance: broker cases against reference broker * (protocol *), managed by "
                                  "the kit*",
                                  "1 broker cases against reference broker*: PASS 1"])
+
+
+# -- the cause decides: a kit error is never FAIL, PASS or PASS_LENIENT ------------------------------------------
+
+CAUSES = '''
+import asyncio
+import pytest
+
+from conformance.cases import Case, cases
+from conformance.oracles import History, check
+from conformance.suite._running import judged_afterwards, run
+from conformance.verdicts import NotObserved
+from reference.client import connect
+
+
+@cases(Case("demo.cause.1", "demo.should", "a SHOULD case whose own code has a bug", "it passes"))
+def test_kit_bug(case):
+    "nothing" + 1
+
+
+@cases(Case("demo.cause.2", "demo.must", "a broker that closes every connection", "a session opens"))
+def test_broker_closes(case):
+    async def scenario():
+        async def close_at_once(reader, writer):
+            writer.close()
+        server = await asyncio.start_server(close_at_once, "127.0.0.1", 0)
+        async with server:
+            port = server.sockets[0].getsockname()[1]
+            connection = await connect(f"tcp://127.0.0.1:{port}", connect_timeout=5)
+            await connection.create_session()
+    asyncio.run(scenario())
+
+
+@cases(Case("demo.cause.3", "demo.must", "a wire check fails before the history is judged", "nothing lost"))
+def test_history_after_a_wire_check(case, evidence):
+    history = History()
+    history.invoke_send("producer-1", "m1", producer="P1", seq=0)
+    history.ok("producer-1", "send", "m1", producer="P1", seq=0)  # confirmed, never received: lost
+
+    def judge():
+        result = check(history)
+        evidence.history(history, result, label="demo")
+        assert result.ok, result.explanation
+
+    async def scenario():
+        async with judged_afterwards(judge):
+            assert False, "the broker named a command it never received"
+    asyncio.run(scenario())
+
+
+@cases(Case("demo.cause.4", "demo.must", "a wait of the kit that names nothing", "it passes"))
+def test_bare_timeout(case):
+    raise TimeoutError()
+
+
+@cases(Case("demo.cause.5", "demo.must", "the subject does not do it in time", "it is done within 1 s"))
+def test_not_observed(case):
+    raise NotObserved("no PACKETS_CONFIRMED within 1 s")
+
+
+@cases(Case("demo.cause.6", "demo.must", "a case slow everywhere", "it ends"))
+def test_overall_deadline(case, cck_settings):
+    run(cck_settings, asyncio.sleep(30), 0.2)
+
+
+@pytest.fixture
+def broken_cleanup():
+    yield
+    raise KeyError("port")
+
+
+@cases(Case("demo.cause.7", "demo.must", "the check passes, the kit's cleanup breaks", "it passes"))
+def test_cleanup(case, broken_cleanup):
+    pass
+'''
+
+
+def test_the_cause_decides_the_verdict(kit: pytest.Pytester) -> None:
+    kit.makepyfile(test_causes=CAUSES)
+    result = run(kit, "--evidence-dir", "ev")
+    result.stdout.fnmatch_lines([
+        "*conformance verdicts*",
+        "7 broker cases against *: INDETERMINATE 1, FAIL 3, KIT_ERROR 3",
+        # a TypeError in a SHOULD case: the kit's error, not a missed SHOULD, named with where it was raised
+        "  demo.cause.1  KIT_ERROR  kit error in call: TypeError: can only concatenate str *(at *test_causes.py:13 "
+        "in test_kit_bug)",
+        # the broker closed the connection: the kit's client's error is a failed check of the broker
+        "  demo.cause.2  FAIL  reference.client._errors.ConnectFailed: connection failed: the TCP connection * closed*",
+        "  demo.cause.3  FAIL  AssertionError: the broker named a command it never received",
+        "  demo.cause.4  KIT_ERROR  kit error in call: TimeoutError*",
+        "  demo.cause.5  FAIL  conformance.verdicts.NotObserved: no PACKETS_CONFIRMED within 1 s",
+        "  demo.cause.6  INDETERMINATE  the case did not finish within its overall deadline of 0 s",
+        "  demo.cause.7  KIT_ERROR  kit error in teardown: KeyError: 'port'*",
+        "exit status 1: a case failed",
+    ])
+    (run_dir,) = (kit.path / "ev").iterdir()
+    cases_ = {r["case_id"]: r for r in map(json.loads, (run_dir / "cases.jsonl").read_text().splitlines())}
+    assert cases_["demo.cause.1"]["kit_error"] == {"type": "TypeError",
+                                                    "where": cases_["demo.cause.1"]["kit_error"]["where"]}
+    assert cases_["demo.cause.1"]["kit_error"]["where"].endswith("test_causes.py:13 in test_kit_bug")
+    assert cases_["demo.cause.2"]["kit_error"] is None
+    # the history was judged and written although the wire check failed first, and the failure names both
+    assert "and afterwards: AssertionError:" in cases_["demo.cause.3"]["reason"]
+    assert "lost" in cases_["demo.cause.3"]["reason"]
+    (judged,) = [json.loads(line) for line in (run_dir / "history_results.jsonl").read_text().splitlines()]
+    assert judged["case_id"] == "demo.cause.3"
+    assert judged["ok"] is False
+    for record in cases_.values():
+        assert schema.validate(record, "case") == [], record
+
+
+def test_kit_error_without_failures_exits_3(kit: pytest.Pytester) -> None:
+    kit.makepyfile(test_causes=CAUSES)
+    result = run(kit, "--case", "demo.cause.1", "--case", "demo.cause.6")
+    assert result.ret == 3
+    result.stdout.fnmatch_lines(["exit status 3: no case failed, but the kit itself erred in some (KIT_ERROR*"])
+
+
+def test_a_kit_error_matches_no_known_deviation(kit: pytest.Pytester) -> None:
+    kit.makepyfile(test_causes=CAUSES)
+    kit.makefile(".toml", deviations='[[deviation]]\ncase = "demo.cause.1"\nverdict = "FAIL"\nreason = "known"\n')
+    result = run(kit, "--deviations", "deviations.toml", "--case", "demo.cause.1")
+    assert result.ret == 3
+    assert "did not reproduce" not in result.stdout.str()
+    kit.makefile(".toml", deviations='[[deviation]]\ncase = "x.y.1"\nverdict = "KIT_ERROR"\nreason = "r"\n')
+    result = run(kit, "--deviations", "deviations.toml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*verdict 'KIT_ERROR' is not one of*"])
+
+
+# -- subjects: a run judges the broker, or the client under test --------------------------------------------------
+
+SUBJECTS = '''
+from conformance.cases import Case, cases
+
+
+@cases(Case("demo.broker.1", "demo.must", "the broker answers", "it does"))
+def test_broker(case):
+    pass
+
+
+@cases(Case("demo.client.1", "demo.must", "the client backs off", "it does", subject="client"),
+       Case("demo.client.2", "demo.must", "the client's cache", "it is released", subject="client"))
+def test_client(case, cck_client):
+    if case.id == "demo.client.2":
+        cck_client.require_kit("the case reads the kit client's resend cache")
+    print("CLIENT", cck_client.name)
+'''
+
+
+def test_a_broker_run_runs_broker_cases_only(kit: pytest.Pytester) -> None:
+    kit.makepyfile(test_subjects=SUBJECTS)
+    result = run(kit, "--evidence-dir", "ev")
+    assert result.ret == 0
+    result.assert_outcomes(passed=1, deselected=2)
+    result.stdout.fnmatch_lines(["1 broker cases against url *: PASS 1"])
+    (run_dir,) = (kit.path / "ev").iterdir()
+    run_record = json.loads((run_dir / "run.json").read_text())
+    assert (run_record["subject"], run_record["client"]) == ("broker", None)
+    (case,) = [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines()]
+    assert (case["subject"], case["client"]) == ("broker", None)
+
+
+def test_a_client_run_runs_client_cases_only(kit: pytest.Pytester) -> None:
+    kit.makepyfile(test_subjects=SUBJECTS)
+    result = run(kit, "--client", "kit", "--evidence-dir", "ev", "-s")
+    assert result.ret == 0
+    result.assert_outcomes(passed=2, deselected=1)
+    result.stdout.fnmatch_lines(["core conformance: client cases of the kit's client (kit) against url *",
+                                 "*CLIENT kit*",
+                                 "2 client cases of the kit's client (kit) against url *: PASS 2"])
+    (run_dir,) = (kit.path / "ev").iterdir()
+    run_record = json.loads((run_dir / "run.json").read_text())
+    assert (run_record["subject"], run_record["client"]) == ("client", "kit")
+    rows = [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines()]
+    assert {(r["case_id"], r["subject"], r["client"]) for r in rows} == {
+        ("demo.client.1", "client", "kit"), ("demo.client.2", "client", "kit")}
+
+
+def test_a_case_the_stock_client_cannot_be_driven_through_is_unsupported(kit: pytest.Pytester) -> None:
+    kit.makepyfile(test_subjects=SUBJECTS)
+    result = run(kit, "--client", "artemis@2.44.0", "-s")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "*CLIENT artemis@2.44.0*",
+        "2 client cases of the stock Apache Artemis 2.44.0 client (artemis@2.44.0) against *: PASS 1, UNSUPPORTED 1",
+        "  demo.client.2  UNSUPPORTED  the stock Apache Artemis 2.44.0 client cannot be driven here: the case reads "
+        "the kit client's resend cache",
+    ])
+
+
+def test_a_client_run_implies_the_reference_broker(kit: pytest.Pytester) -> None:
+    kit.makepyfile(test_subjects=SUBJECTS)
+    result = kit.runpytest("-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning",
+                           "--client", "kit", "--clause-table", "clauses", "test_subjects.py")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["core conformance: client cases of the kit's client (kit) against reference broker*",
+                                 "*; 0 known deviations (*client-kit.toml)"])
