@@ -5,6 +5,7 @@
     python -m conformance run --target artemis --artemis-version 2.28.0 --case 'reattach.*'
     python -m conformance run --client artemis@2.44.0 --case 'backoff.*'
     python -m conformance cases
+    python -m conformance timing-check --client kit --repeat 20
     python -m conformance clauses --level SHOULD
 
 ``run`` is pytest over the kit's suite with the plugin's options (docs/conformance.md); anything it does not
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import logging
 import subprocess
 import sys
 import time
@@ -119,6 +121,38 @@ def _cmd_cases(options: argparse.Namespace, extra: Sequence[str]) -> int:
     return 0
 
 
+def _cmd_timing_check(options: argparse.Namespace, extra: Sequence[str]) -> int:
+    """Give the client a schedule 20 % off and see the backoff oracle fail it, every repetition."""
+    # imported here: the suite's modules are loaded by this command only
+    from conformance.plugin import resolve_settings
+    from conformance.suite._backoff_skew import summary, timing_check
+    from conformance.suite.test_backoff import TIMED
+
+    cli = {"client": options.client, "timing_scale": options.timing_scale, "timing_tolerance": options.timing_tolerance}
+    try:
+        settings = resolve_settings(cli, {}, {})
+    except pytest.UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
+    assert settings.client is not None
+    if options.repeat < 1 or options.rows < 1 or not 0 < options.skew < 1:
+        print("error: --repeat and --rows must be at least 1, --skew between 0 and 1", file=sys.stderr)
+        return 4
+    tolerance = settings.tolerance  # the default, or the one given, widened by --timing-scale
+    print(f"timing check of {settings.client.describe()}: a schedule {options.skew:.0%} off, tolerance "
+          f"{tolerance.describe()}, {options.repeat} repetition(s)", file=sys.stderr, flush=True)
+    # every run cuts or refuses the client on purpose: its "connection failed" warnings say nothing here
+    logging.getLogger("reference.client").setLevel(logging.ERROR)
+    runs = timing_check(settings.client, TIMED, tolerance, fraction=options.skew, repeat=options.repeat,
+                        rows=options.rows)
+    every, lines = summary(runs, options.repeat)
+    for line in lines:
+        print(line)
+    print("every wrong schedule was caught in every repetition" if every else
+          "some wrong schedule went unnoticed in some repetition", file=sys.stderr)
+    return 0 if every else 1
+
+
 def _cmd_clauses(options: argparse.Namespace, extra: Sequence[str]) -> int:
     try:
         table = load_clauses(options.table)
@@ -164,6 +198,17 @@ def _parser() -> argparse.ArgumentParser:
                      help="run the selection N times in a row, each in a fresh process; stop at the first run that "
                           "does not conform (for timing cases)")
     run.set_defaults(handler=_cmd_run)
+    check = commands.add_parser("timing-check", help="give a client a schedule 20%% off and check the backoff oracle "
+                                                     "fails it (the timing tolerance's sensitivity on this machine)")
+    check.add_argument("--client", default="kit", metavar="CLIENT", help="kit (default) or artemis[@V]")
+    check.add_argument("--repeat", type=int, default=1, metavar="N", help="repetitions (default 1)")
+    check.add_argument("--skew", type=float, default=0.2, metavar="F",
+                       help="how far off each parameter is set, both ways (default 0.2: 20%%)")
+    check.add_argument("--rows", type=int, default=3, metavar="N",
+                       help="rows per wrong parameter: those it moves furthest out of their band (default 3)")
+    check.add_argument("--timing-scale", metavar="F", help="as for run")
+    check.add_argument("--timing-tolerance", metavar="ABS_MS,REL", help="as for run")
+    check.set_defaults(handler=_cmd_timing_check)
     cases = commands.add_parser("cases", help="list the suite's case IDs (pytest --collect-only)")
     cases.set_defaults(handler=_cmd_cases)
     clauses = commands.add_parser("clauses", help="print the clause table")
@@ -178,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     options, extra = parser.parse_known_args(argv)
     options.argv = list(sys.argv[1:] if argv is None else argv)  # what --repeat runs again
-    if extra and options.command == "clauses":
+    if extra and options.command in ("clauses", "timing-check"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     return int(options.handler(options, extra))
 

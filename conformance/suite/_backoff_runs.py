@@ -66,6 +66,9 @@ class Plan:
     immediate_first: bool = True
     #: False: the first attempt is not timed against the origin, only the intervals after it
     judge_first: bool = True
+    #: The URL parameters the client is configured with when they are not those the schedule is expected from:
+    #: the timing self-check (``_backoff_skew``) gives a client a wrong schedule on purpose.  None: ``url_params``.
+    client_url_params: Mapping[str, str] | None = None
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> Plan:
@@ -78,7 +81,9 @@ class Plan:
         return RetryPolicy.from_params(self.url_params)
 
     def query(self) -> str:
-        return ("?" + urlencode(dict(self.url_params))) if self.url_params else ""
+        """The query string of the URL the client under test is given."""
+        params = self.url_params if self.client_url_params is None else self.client_url_params
+        return ("?" + urlencode(dict(params))) if params else ""
 
 
 @dataclass
