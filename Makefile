@@ -32,20 +32,20 @@ setup: $(BIN)/python system-deps
 	@if command -v npm >/dev/null; then $(BIN)/python -m reports install-allure; \
 	else echo "note: npm not found: the allure HTML report will not be built (python -m reports install-allure)"; fi
 
-# The main job: the conformance suite against the embedded reference broker, evidence
-# and allure results under evidence/<run-id>/, then the report site of that (newest) run
-# under report/<run-id>/ (python -m reports: docs/reports.md).  A suite that fails still
-# gets its report; make then exits with the suite's status.
+# The main job: the conformance suite against the embedded reference broker (its broker cases, then the client
+# cases of the kit's own client against it), evidence and allure results under evidence/<stamp>/<run-id>/, then the
+# report site of both runs under report/<stamp>/ (python -m reports: docs/reports.md).  A suite that fails still
+# gets its report; make then exits with the first run's non-zero status.
 main: setup
 	$(BIN)/pip install -q -e '.[reports]'
-	@status=0; $(BIN)/python -m conformance run --target reference --evidence-dir evidence || status=$$?; \
-	newest=$$(ls -td evidence/*/ 2>/dev/null | head -1); newest=$${newest%/}; \
-	if [ -z "$$newest" ]; then echo "no run under evidence/"; exit 1; fi; \
-	$(BIN)/python -m reports report --evidence "$$newest" --out "report/$$(basename "$$newest")" || exit $$?; \
-	echo "evidence: $(CURDIR)/$$newest/"; \
-	echo "report:   $(CURDIR)/report/$$(basename "$$newest")/index.html"; \
-	if [ -f "report/$$(basename "$$newest")/allure/index.html" ]; then \
-	  echo "allure:   $(CURDIR)/report/$$(basename "$$newest")/allure/index.html"; fi; \
+	@stamp=$$(date -u +%Y%m%dT%H%M%SZ); dir=evidence/$$stamp; status=0; \
+	$(BIN)/python -m conformance run --target reference --evidence-dir "$$dir" || status=$$?; \
+	$(BIN)/python -m conformance run --client kit --evidence-dir "$$dir" || { s=$$?; [ $$status = 0 ] && status=$$s; }; \
+	$(BIN)/python -m reports report --evidence "$$dir" --out "report/$$stamp" || exit $$?; \
+	echo "evidence: $(CURDIR)/$$dir/"; \
+	echo "report:   $(CURDIR)/report/$$stamp/index.html"; \
+	if [ -f "report/$$stamp/allure/index.html" ]; then \
+	  echo "allure:   $(CURDIR)/report/$$stamp/allure/index.html"; fi; \
 	exit $$status
 
 # pyenv hides Pythons that are installed but not selected; put every installed
@@ -60,7 +60,7 @@ EXTRA_PYTHONS := $(subst $(space),:,$(strip $(wildcard $(HOME)/.pyenv/versions/3
 # timing cases want the machine to themselves, run one after another afterwards.  Longest first: py311 (about
 # 6 min) on one core while reports and py313 (about 4 and 3) share the other, then lint and type.
 UNIT_ENVS := py311,reports,py313,lint,type
-CONFORMANCE_ENVS := conformance-reference,conformance-artemis244,conformance-artemis228
+CONFORMANCE_ENVS := conformance-reference,conformance-clients,conformance-artemis244,conformance-artemis228
 test: setup
 	PATH="$$PATH$(if $(EXTRA_PYTHONS),:$(EXTRA_PYTHONS))" $(BIN)/tox run-parallel -p 2 --parallel-no-spinner -e $(UNIT_ENVS)
 	PATH="$$PATH$(if $(EXTRA_PYTHONS),:$(EXTRA_PYTHONS))" $(BIN)/tox run -e $(CONFORMANCE_ENVS)
