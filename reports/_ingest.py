@@ -127,7 +127,7 @@ def parse_record(record: Any, kind: str, fields: tuple[FieldSpec, ...], schema: 
         return "; ".join(problems)
     if run_id is not None and record["run_id"] != run_id:
         return f"run_id {record['run_id']!r} is not its run's ({run_id!r})"
-    return tuple(_convert(f, record[f.name]) for f in fields)
+    return tuple(_convert(f, record.get(f.name)) for f in fields)  # an absent nullable field: null
 
 
 def parse_line(raw: bytes, kind: str, fields: tuple[FieldSpec, ...], schema: EvidenceSchema,
