@@ -25,7 +25,7 @@ from pathlib import Path
 from codec import CoreMessage, PropertyType, RoutingType, TypedProperties
 from conformance.plugin import Settings
 from conformance.targets import ManagedTarget, Topology, make_target
-from conformance.verdicts import Indeterminate, Unsupported
+from conformance.verdicts import Indeterminate, NotObserved, Unsupported
 from reference.client import Connection, Consumer, Delivery, Session, connect
 
 from ._restart_support import client_settings
@@ -57,12 +57,12 @@ POLL_S = 0.05
 
 
 async def poll(check: Callable[[], Awaitable[bool]], seconds: float, what: Callable[[], str]) -> None:
-    """Ask ``check()`` until it holds; TimeoutError with ``what()`` once ``seconds`` (loop clock) passed."""
+    """Ask ``check()`` until it holds; NotObserved (a TimeoutError) naming ``what()`` once ``seconds`` passed."""
     loop = asyncio.get_running_loop()
     end = loop.time() + seconds
     while not await check():
         if loop.time() >= end:
-            raise TimeoutError(f"{what()} (waited {seconds:.1f} s)")
+            raise NotObserved(f"{what()} (waited {seconds:.1f} s)")
         await asyncio.sleep(POLL_S)
 
 
@@ -302,7 +302,7 @@ async def listed_on(clients: ClusterClients, observer: str, address: str, count:
 async def flush(clients: ClusterClients, sender: str, receiver: str, seconds: float, *, required: bool = True) -> bool:
     """Send one MULTICAST-typed message through ``sender`` that only ``receiver`` has a queue for, and
     receive it there: whatever ``sender`` forwarded to ``receiver`` before has arrived by then.  True when it
-    arrived; when it did not, TimeoutError, or False if not ``required`` (a broker that forwards nothing at
+    arrived; when it did not, NotObserved, or False if not ``required`` (a broker that forwards nothing at
     all under message-load-balancing OFF cannot be flushed, and then forwarded nothing before either)."""
     address = unique("cck.cluster.flush")
     await clients.address_on([sender], address, RoutingType.MULTICAST)
@@ -315,7 +315,7 @@ async def flush(clients: ClusterClients, sender: str, receiver: str, seconds: fl
     delivery = await consumer.receive(clients.deadline(seconds))
     await consumer.close()
     if delivery is None and required:
-        raise TimeoutError(f"the flush message sent through {sender} did not reach {receiver} within {seconds:.0f} s")
+        raise NotObserved(f"the flush message sent through {sender} did not reach {receiver} within {seconds:.0f} s")
     return delivery is not None
 
 

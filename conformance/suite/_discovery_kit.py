@@ -11,6 +11,7 @@ from typing import Any
 
 from codec import DiscoveryDatagram, encode_discovery
 from codec.scapy import ArtemisDiscovery
+from conformance.verdicts import NotObserved
 from reference._multicast import open_multicast_receiver
 from reference.client import Connector, connector_of
 
@@ -93,7 +94,7 @@ class BroadcastListener:
         while not done():
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise TimeoutError(f"{what}: not within {seconds:.1f} s ({len(self.heard)} datagram(s) heard on "
+                raise NotObserved(f"{what}: not within {seconds:.1f} s ({len(self.heard)} datagram(s) heard on "
                                    f"{self.group}:{self.port}, joined on {self.interface})")
             self._changed.clear()
             try:

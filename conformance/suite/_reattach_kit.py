@@ -12,7 +12,7 @@ import asyncio
 import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ from conformance.faults import FaultProxy, WireRecord
 from conformance.oracles import History, HistoryResult, check
 from conformance.plugin import Settings
 from conformance.targets import Target
+from conformance.verdicts import CheckFailed
 from reference.client import ClientError, ClientSettings, Connection, FailoverEvent, Producer, Session, connect
 
 from . import _running
@@ -34,6 +35,7 @@ __all__ = [
     "confirmable_session_frames",
     "drain",
     "judge_history",
+    "judged",
     "key_of",
     "outage",
     "producer_elsewhere",
@@ -88,7 +90,7 @@ async def proxied(target: Target, evidence: CaseEvidence) -> AsyncIterator[Fault
 
 async def wait_event(connection: Connection, kinds: Iterable[str], timeout: float) -> FailoverEvent:
     """The first failover event (already recorded or still to come) whose kind is one of ``kinds`` or
-    ``gave-up``; ``TimeoutError`` after ``timeout`` seconds."""
+    ``gave-up``; :class:`NotObserved` after ``timeout`` seconds."""
     wanted = {*kinds, "gave-up"}
     for event in connection.events:
         if event.kind in wanted:
@@ -100,7 +102,7 @@ async def wait_event(connection: Connection, kinds: Iterable[str], timeout: floa
             done.set_result(event)
 
     connection.add_event_listener(watch)
-    return await asyncio.wait_for(done, timeout)
+    return await _running.observed(done, timeout, f"the client's failover event ({' or '.join(sorted(wanted))})")
 
 
 def key_of(message: CoreMessage) -> str:
@@ -167,7 +169,8 @@ class Flow:
     async def settled(self, timeout: float) -> None:
         """Every asynchronous answer in (errors are in the history as ``info``)."""
         if self.pending:
-            await asyncio.wait_for(asyncio.gather(*self.pending, return_exceptions=True), timeout)
+            await _running.observed(asyncio.gather(*self.pending, return_exceptions=True), timeout,
+                                    f"the broker's answers to {len(self.pending)} asynchronous send(s)")
 
 
 async def drain(url: str, queue: str, history: History, settings: ClientSettings, *, quiet: float,
@@ -199,6 +202,29 @@ def judge_history(history: History, evidence: CaseEvidence, label: str = "") -> 
     result = check(history)
     evidence.history(history, result, label=label)
     return result
+
+
+def judged(sc: Scenario, url: str, settings: ClientSettings, evidence: CaseEvidence, *, quiet: float,
+           timeout: float, problems: list[str] | None = None,
+           sent: int | None = None) -> AbstractAsyncContextManager[None]:
+    """Around a case's wire-level checks: however the block ends, drain what the broker holds for ``sc.queue``
+    (a fresh connection straight to ``url``) and judge the history into the evidence, so a failed wire check
+    still leaves the loss/duplication/order findings.  The block's own failure is raised with the history's
+    added; otherwise the history's findings and ``problems`` (filled in by the block as it goes) fail the case
+    together.  ``sent``: the messages the case sent, noted in the evidence (default: what the flow sent)."""
+    found = problems if problems is not None else []
+
+    async def drained() -> None:
+        await drain(url, sc.queue, sc.history, settings, quiet=quiet, timeout=timeout)
+
+    def verdict() -> None:
+        result = judge_history(sc.history, evidence)
+        evidence.note("messages_sent", sc.flow.sent if sent is None else sent)
+        every = [*found, *([] if result.ok else [result.explanation])]
+        if every:
+            raise CheckFailed(" | ".join(every))
+
+    return _running.judged_afterwards(drained, verdict)
 
 
 def confirmable_session_frames(log: Sequence[WireRecord], *, direction: str, conn: int | None = None,

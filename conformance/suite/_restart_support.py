@@ -22,6 +22,7 @@ from conformance.evidence import CaseEvidence
 from conformance.faults import FaultProxy
 from conformance.oracles import History, check
 from conformance.targets import KILL, RESTART, Node, Target
+from conformance.verdicts import NotObserved
 from reference.client import (
     ClientError,
     ClientSettings,
@@ -33,7 +34,7 @@ from reference.client import (
     connect,
 )
 
-from ._running import run, wait_until
+from ._running import restarted, run, wait_until
 
 __all__ = [
     "Trigger",
@@ -120,7 +121,7 @@ class Watch:
                     return kind
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(f"none of {kinds} within {seconds:.1f} s; log: {self.kinds[since:]}")
+                raise NotObserved(f"none of {kinds} within {seconds:.1f} s; log: {self.kinds[since:]}")
             self._changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
@@ -175,7 +176,7 @@ class Disruption:
 
     async def up(self) -> None:
         if self.proxy is None:
-            await asyncio.to_thread(self.node.start)
+            await restarted(self.node.start, self.node.name)
 
     async def bounce(self, settle: Callable[[], Awaitable[None]] | None = None) -> None:
         """Break the connection and restore the broker.  For a cut, ``settle`` (if given) runs while the proxy
@@ -248,5 +249,5 @@ async def consumers_gone(target: Target, queue: str, seconds: float) -> None:
         deadline = time.monotonic() + seconds
         while await count() > 0:
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"the broker still lists consumers of {queue} {seconds:.1f} s after the cut")
+                raise NotObserved(f"the broker still lists consumers of {queue} {seconds:.1f} s after the cut")
             await asyncio.sleep(0.02)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from conformance.plugin import Settings
-from conformance.verdicts import Indeterminate, NotObserved
+from conformance.targets import NodeStartError
+from conformance.verdicts import CheckFailed, Indeterminate, NotObserved
 
-__all__ = ["run", "wait_until", "bounded", "judged_afterwards"]
+__all__ = ["run", "wait_until", "bounded", "observed", "restarted", "judged_afterwards"]
+
+T = TypeVar("T")
 
 #: Pause between two looks at a polled condition (bounded by the poll's deadline).
 POLL_S = 0.01
@@ -34,6 +37,29 @@ async def bounded(scenario: Coroutine[Any, Any, Any], seconds: float) -> Any:
         if scope.expired():
             raise Indeterminate(f"the case did not finish within its overall deadline of {seconds:.0f} s") from None
         raise
+
+
+async def observed(awaitable: Awaitable[T], seconds: float, what: str) -> T:
+    """Await something the subject must do (an answer, an event of the client, a delivery) for at most
+    ``seconds``.  Missing it is a failed check (:class:`NotObserved`) naming ``what``; a ``TimeoutError`` raised
+    inside ``awaitable`` itself is passed on as it is (its raiser knows whose it is)."""
+    try:
+        async with asyncio.timeout(seconds) as scope:
+            return await awaitable
+    except TimeoutError:
+        if scope.expired():
+            raise NotObserved(f"{what}: not within {seconds:.1f} s") from None
+        raise
+
+
+async def restarted(action: Callable[[], None], node: str) -> None:
+    """Run a node's ``start`` or ``restart`` inside a case (after a stop, a crash or a kill), off the loop.  The
+    case has started that node once already with the same configuration, so a node that does not come back with
+    its own data is the subject's failure (a check); a first start in a fixture stays a kit error."""
+    try:
+        await asyncio.to_thread(action)
+    except NodeStartError as exc:
+        raise CheckFailed(f"{node} did not start again with its data: {exc}") from exc
 
 
 async def wait_until(predicate: Callable[[], bool], seconds: float, what: str) -> None:

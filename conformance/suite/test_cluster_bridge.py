@@ -26,7 +26,7 @@ from conformance.evidence import CaseEvidence
 from conformance.oracles import RetryPolicy, check_schedule, expected_reconnect_schedule
 from conformance.plugin import Settings
 from conformance.targets import ClusterSpec, Topology
-from conformance.verdicts import unsupported
+from conformance.verdicts import NotObserved, unsupported
 
 from ._backoff_syn import SynRecord, SynWatch, syn_watch_available
 from ._cluster_kit import (
@@ -37,7 +37,7 @@ from ._cluster_kit import (
     message,
     unique,
 )
-from ._running import run
+from ._running import restarted, run
 from ._tcp_kill import kill_tcp, tcp_kill_unavailable
 
 CASE_S = 120.0
@@ -96,7 +96,7 @@ def test_no_duplicates_after_bridge_reconnects(case: Case, clusters: ClusterPool
                 while index not in received:
                     arrived.clear()
                     if loop.time() >= end:
-                        raise TimeoutError(f"message {index} did not reach node1 within {seconds:.0f} s after a cut: "
+                        raise NotObserved(f"message {index} did not reach node1 within {seconds:.0f} s after a cut: "
                                            "the bridge did not come back")
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(arrived.wait(), end - loop.time())
@@ -241,7 +241,7 @@ def test_no_duplicates_after_the_target_crashes(case: Case, clusters: ClusterPoo
                 await producer.send(message(i))
                 if i == count // 2:
                     await asyncio.to_thread(target.node("node1").kill)
-        await asyncio.to_thread(target.node("node1").start)
+        await restarted(target.node("node1").start, "node1")
         async with ClusterClients(target, cck_settings) as c:
             consumer = await c["node1"].create_consumer(subscription)
             placement = await c.collect([("node1", consumer)], count, ARRIVE_S)

@@ -41,7 +41,7 @@ from ._cluster_kit import (
     wait_counts,
 )
 from ._restart_support import client_settings
-from ._running import run
+from ._running import restarted, run
 
 CASE_S = 120.0
 #: how long the cluster may take to form again, or a node to learn what another announced
@@ -387,7 +387,7 @@ def test_scale_down(case: Case, clusters: RevivingPool, cck_settings: Settings, 
                                                 "routing_type": answer.routing_type})
                 assert answer.durable, "the queue created on node0 for the scale-down is not durable"
             if shape == "restart":
-                await asyncio.to_thread(target.node("node0").restart)
+                await restarted(target.node("node0").restart, "node0")
                 # the kit's session on node0 died with it: a new connection for the rest
                 async with await connect(target.node("node0").url,
                                          settings=client_settings(target, reconnect_attempts=0)) as again:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import re
 import socket
@@ -32,7 +33,7 @@ from reference.client import Connection, Connector, connect, connector_of
 
 from ._discovery_kit import BroadcastListener, Heard
 from ._restart_support import client_settings
-from ._running import run
+from ._running import restarted, run
 
 #: The fixture ``cck_make_target``: a started target of the run's kind with the given topology.
 MakeTarget = Callable[[Topology], Target]
@@ -200,9 +201,9 @@ def test_identity_across_restart(case: Case, cck_make_target: MakeTarget, cck_se
     async def scenario() -> None:
         async with _listener(target) as listener:
             before = await _datagrams(listener, node, 1, cck_settings.deadline(FIRST_S))
-            await asyncio.to_thread(target.node(node.name).restart, case.params["graceful"])
-            restarted = time.monotonic_ns()
-            after = await _datagrams(listener, node, 1, cck_settings.deadline(FIRST_S), after_ns=restarted)
+            await restarted(functools.partial(target.node(node.name).restart, case.params["graceful"]), node.name)
+            restarted_ns = time.monotonic_ns()
+            after = await _datagrams(listener, node, 1, cck_settings.deadline(FIRST_S), after_ns=restarted_ns)
         assert before[0].datagram is not None, before[0].error
         assert after[0].datagram is not None, after[0].error
         evidence.note("before", before[0].to_json())

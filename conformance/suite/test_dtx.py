@@ -34,6 +34,7 @@ from ._restart_support import (
     queue_for,
     run,
 )
+from ._running import judged_afterwards
 
 CASE_S = 150.0
 COUNT = 4
@@ -264,8 +265,11 @@ def test_prepared_branches_are_recovered(case: Case, cck_target: Target, cck_set
     queue = queue_for(case)
     history = History()
 
+    def judge() -> None:
+        _judge(history, evidence, "recovered")
+
     async def scenario() -> None:
-        async with Disruption(cck_target, trigger) as disruption:
+        async with judged_afterwards(judge), Disruption(cck_target, trigger) as disruption:
             before = await _open(disruption.url, cck_target)
             setup = await before.create_session()
             await ensure_queue(setup, queue)
@@ -297,7 +301,6 @@ def test_prepared_branches_are_recovered(case: Case, cck_target: Target, cck_set
                     evidence.note("received", got)
                 finally:
                     await _tidy(after, xids)
-        _judge(history, evidence, "recovered")
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -311,8 +314,11 @@ def test_commit_after_restart_keeps_durable_effects(case: Case, cck_target: Targ
     (xid,) = _xids("one")
     durability = [seq % 2 == 0 for seq in range(2 * COUNT)]
 
+    def judge() -> None:
+        _judge(history, evidence, "committed")
+
     async def scenario() -> None:
-        async with Disruption(cck_target, trigger) as disruption:
+        async with judged_afterwards(judge), Disruption(cck_target, trigger) as disruption:
             before = await _open(disruption.url, cck_target)
             setup = await before.create_session()
             await ensure_queue(setup, queue)
@@ -338,7 +344,6 @@ def test_commit_after_restart_keeps_durable_effects(case: Case, cck_target: Targ
                     evidence.note("received", got)
                 finally:
                     await _tidy(after, [xid])
-        _judge(history, evidence, "committed")
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -480,8 +485,11 @@ def test_one_phase_commit_is_durable(case: Case, cck_target: Target, cck_setting
     history = History()
     (xid,) = _xids("one")
 
+    def judge() -> None:
+        _judge(history, evidence, "one-phase")
+
     async def scenario() -> None:
-        async with Disruption(cck_target, trigger) as disruption:
+        async with judged_afterwards(judge), Disruption(cck_target, trigger) as disruption:
             before = await _open(disruption.url, cck_target)
             setup = await before.create_session()
             await ensure_queue(setup, queue)
@@ -505,7 +513,6 @@ def test_one_phase_commit_is_durable(case: Case, cck_target: Target, cck_setting
                     evidence.note("received", got)
                 finally:
                     await _tidy(after, [xid])
-        _judge(history, evidence, "one-phase")
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -518,8 +525,11 @@ def test_completed_branches_are_gone(case: Case, cck_target: Target, cck_setting
     history = History()
     (xid,) = _xids("one")
 
+    def judge() -> None:
+        _judge(history, evidence, "completed")
+
     async def scenario() -> None:
-        async with Disruption(cck_target, "kill") as disruption:
+        async with judged_afterwards(judge), Disruption(cck_target, "kill") as disruption:
             before = await _open(disruption.url, cck_target)
             setup = await before.create_session()
             await ensure_queue(setup, queue)
@@ -547,7 +557,6 @@ def test_completed_branches_are_gone(case: Case, cck_target: Target, cck_setting
                     evidence.note("received", got)
                 finally:
                     await _tidy(after, [xid])
-        _judge(history, evidence, "completed")
 
     run(cck_settings, scenario(), CASE_S)
 

@@ -51,7 +51,7 @@ from ._restart_support import (
     run,
     wait_until,
 )
-from ._running import POLL_S
+from ._running import POLL_S, judged_afterwards, observed
 
 CASE_S = 150.0
 #: how long a queue's message count may take to show a committed transaction
@@ -194,8 +194,14 @@ def test_transaction_in_flight_is_rolled_back(case: Case, cck_target: Target, cc
     queue = queue_for(case)
     history = History()
 
+    def judge() -> None:
+        result = check(history)
+        evidence.history(history, result, label="transaction")
+        assert result.ok, result.explanation
+
     async def scenario() -> None:
-        async with (Disruption(cck_target, trigger) as disruption,
+        async with (judged_afterwards(judge),
+                    Disruption(cck_target, trigger) as disruption,
                     await connect(disruption.url, settings=client_settings(cck_target)) as connection):
             watch = Watch(connection)
             setup = await connection.create_session()
@@ -229,9 +235,6 @@ def test_transaction_in_flight_is_rolled_back(case: Case, cck_target: Target, cc
             evidence.note("received", got)
             assert counts[-1] == (COUNT if retry else 0), \
                 f"the queue holds {counts[-1]} messages (counts seen: {counts})"
-        result = check(history)
-        evidence.history(history, result, label="transaction")
-        assert result.ok, result.explanation
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -250,8 +253,12 @@ def test_acknowledgements_in_flight_are_redelivered(case: Case, cck_target: Targ
     queue = queue_for(case)
     history = History()
 
+    def judge() -> None:
+        judge_redelivery(history, not _counted_strictly(trigger, case.params["count_first"]), evidence)
+
     async def scenario() -> None:
-        async with (Disruption(cck_target, trigger) as disruption,
+        async with (judged_afterwards(judge),
+                    Disruption(cck_target, trigger) as disruption,
                     await connect(disruption.url, settings=client_settings(cck_target)) as connection):
             watch = Watch(connection)
             setup = await connection.create_session()
@@ -281,7 +288,6 @@ def test_acknowledgements_in_flight_are_redelivered(case: Case, cck_target: Targ
             count = (await setup.queue_query(queue)).message_count
             evidence.note("message_count_after_commit", count)
             assert count == 0, f"{count} messages left after the committed acknowledgements"
-        judge_redelivery(history, not _counted_strictly(trigger, case.params["count_first"]), evidence)
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -295,8 +301,12 @@ def test_unacknowledged_messages_are_redelivered(case: Case, cck_target: Target,
     queue = queue_for(case)
     history = History()
 
+    def judge() -> None:
+        judge_redelivery(history, not _counted_strictly(trigger, case.params["count_first"]), evidence)
+
     async def scenario() -> None:
-        async with (Disruption(cck_target, trigger) as disruption,
+        async with (judged_afterwards(judge),
+                    Disruption(cck_target, trigger) as disruption,
                     await connect(disruption.url, settings=client_settings(cck_target)) as connection):
             watch = Watch(connection)
             session = await connection.create_session()
@@ -317,7 +327,6 @@ def test_unacknowledged_messages_are_redelivered(case: Case, cck_target: Target,
             probe = await connection.create_session()
             count = (await probe.queue_query(queue)).message_count
             evidence.note("message_count_after_ack", count)
-        judge_redelivery(history, not _counted_strictly(trigger, case.params["count_first"]), evidence)
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -329,8 +338,15 @@ def test_blocking_call_in_flight_is_interrupted(case: Case, cck_target: Target, 
     queue = queue_for(case)
     history = History()
 
+    def judge() -> None:
+        result = check(history)
+        evidence.history(history, result, label="interrupted")
+        assert result.ok, result.explanation
+
     async def scenario() -> None:
-        async with Disruption(cck_target, "cut") as disruption:
+        # the wire log goes to the evidence first (a closure: ``disruption`` is bound by the time it runs)
+        async with (judged_afterwards(lambda: disruption.record(evidence), judge),
+                    Disruption(cck_target, "cut") as disruption):
             assert disruption.proxy is not None
             settings = client_settings(cck_target, block_on_acknowledge=call == "acknowledge")
             async with await connect(disruption.url, settings=settings) as connection:
@@ -369,7 +385,8 @@ def test_blocking_call_in_flight_is_interrupted(case: Case, cck_target: Target, 
                 await disruption.down()
                 outcome: object
                 try:
-                    outcome = await asyncio.wait_for(pending, cck_settings.deadline(RESTORE_S))
+                    outcome = await observed(pending, cck_settings.deadline(RESTORE_S),
+                                             f"the interrupted {call} to end after the connection failed")
                 except ClientError as exc:
                     outcome = exc
                 evidence.note("outcome", repr(outcome))
@@ -386,10 +403,6 @@ def test_blocking_call_in_flight_is_interrupted(case: Case, cck_target: Target, 
                 evidence.note("received_after", got)
                 if call == "commit":
                     assert len(got) in (0, COUNT), f"a part of the transaction was delivered: {got}"
-        result = check(history)
-        evidence.history(history, result, label="interrupted")
-        disruption.record(evidence)
-        assert result.ok, result.explanation
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -402,8 +415,14 @@ def test_xa_branch_active_at_failover(case: Case, cck_target: Target, cck_settin
     history = History()
     xid = Xid(0x434B, uuid.uuid4().bytes, b"failover")
 
+    def judge() -> None:
+        result = check(history)
+        evidence.history(history, result, label="xa")
+        assert result.ok, result.explanation
+
     async def scenario() -> None:
-        async with (Disruption(cck_target, trigger) as disruption,
+        async with (judged_afterwards(judge),
+                    Disruption(cck_target, trigger) as disruption,
                     await connect(disruption.url, settings=client_settings(cck_target)) as connection):
             watch = Watch(connection)
             setup = await connection.create_session()
@@ -443,8 +462,5 @@ def test_xa_branch_active_at_failover(case: Case, cck_target: Target, cck_settin
             evidence.note("received", got)
             assert not prepared, f"the branch active at the failure was prepared: {steps}"
             assert xid not in in_doubt, "the branch active at the failure is in doubt"
-        result = check(history)
-        evidence.history(history, result, label="xa")
-        assert result.ok, result.explanation
 
     run(cck_settings, scenario(), CASE_S)

@@ -34,8 +34,7 @@ from ._reattach_kit import (
     Scenario,
     client_settings,
     confirmable_session_frames,
-    drain,
-    judge_history,
+    judged,
     key_of,
     outage,
     producer_elsewhere,
@@ -65,12 +64,6 @@ def _reattach_response(log: list[WireRecord], conn: int | None = None) -> list[R
     return [r.packet for r in log
             if isinstance(r.packet, ReattachSessionResponseMessage) and r.direction == "s2c"
             and (conn is None or r.conn == conn)]  # fmt: skip
-
-
-def _verdict_of_history(history: History, evidence: CaseEvidence, sent: int) -> None:
-    result = judge_history(history, evidence)
-    assert result.ok, result.explanation
-    evidence.note("messages_sent", sent)
 
 
 # ---------------------------------------------------------------------------------------------------- cut mid-batch
@@ -111,7 +104,10 @@ def test_cut_mid_batch(case: Case, cck_target: Target, cck_settings: Settings, e
         settings = client_settings(cck_target, confirmation_window_size=p["window"])
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=p["durable"], body=b"x" * p["body"])
-            async with sc.connection:
+            problems: list[str] = []
+            async with (judged(sc, cck_target.url, settings, evidence, quiet=deadline(QUIET_S),
+                               timeout=deadline(SETTLE_S), problems=problems),
+                        sc.connection):
                 proxy.add(CutAfter(p["cut_after"], channel=sc.channel))
                 started = time.monotonic_ns()
                 for _ in range(p["total"]):
@@ -121,21 +117,9 @@ def test_cut_mid_batch(case: Case, cck_target: Target, cck_settings: Settings, e
                 evidence.note("events", [(e.kind, e.detail) for e in sc.connection.events])
                 evidence.note("restore_ms", (time.monotonic_ns() - started) / 1e6)
                 assert event.kind == "reattached", f"the session was not reattached: {event.kind} {event.detail}"
-                problems = _check_replay(sc, proxy.wire_log, evidence)
-            await drain(cck_target.url, sc.queue, sc.history, settings, quiet=deadline(QUIET_S),
-                        timeout=deadline(SETTLE_S))
-        _verdict(sc.history, evidence, sc.flow.sent, problems)
+                problems += _check_replay(sc, proxy.wire_log, evidence)
 
     run(cck_settings, scenario())
-
-
-def _verdict(history: History, evidence: CaseEvidence, sent: int, problems: list[str]) -> None:
-    """Judge the history first (so its findings are in the evidence), then fail with every problem seen."""
-    result = judge_history(history, evidence)
-    evidence.note("messages_sent", sent)
-    if not result.ok:
-        problems = [*problems, result.explanation]
-    assert not problems, " | ".join(problems)
 
 
 def _check_replay(sc: Scenario, log: list[WireRecord], evidence: CaseEvidence) -> list[str]:
@@ -192,7 +176,10 @@ def test_reattach_within_ttl(case: Case, cck_target: Target, cck_settings: Setti
                                    client_failure_check_period_ms=p["ttl"] // 4)
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=True)
-            async with sc.connection:
+            problems: list[str] = []
+            async with (judged(sc, cck_target.url, settings, evidence, quiet=deadline(QUIET_S),
+                               timeout=deadline(SETTLE_S), problems=problems),
+                        sc.connection):
                 for _ in range(10):
                     await sc.flow.send_blocking()
                 await outage(proxy, p["outage"])
@@ -205,9 +192,6 @@ def test_reattach_within_ttl(case: Case, cck_target: Target, cck_settings: Setti
                 assert answers, "no REATTACH_SESSION_RESP on the wire"
                 assert answers[-1].reattached
                 assert not sc.stray_answers()
-            await drain(cck_target.url, sc.queue, sc.history, settings, quiet=deadline(QUIET_S),
-                        timeout=deadline(SETTLE_S))
-        _verdict_of_history(sc.history, evidence, sc.flow.sent)
 
     run(cck_settings, scenario())
 
@@ -269,7 +253,10 @@ def test_session_gone_is_recreated(case: Case, cck_target: Target, cck_make_targ
         await warm_up(target)
         async with proxied(target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=True)
-            async with sc.connection:
+            problems: list[str] = []
+            async with (judged(sc, target.url, settings, evidence, quiet=deadline(QUIET_S),
+                               timeout=deadline(SETTLE_S), problems=problems),
+                        sc.connection):
                 sc.connection.add_failure_listener(lambda error: failures.append(str(error)))
                 consumer = None
                 async with AsyncExitStack() as stack:
@@ -297,9 +284,6 @@ def test_session_gone_is_recreated(case: Case, cck_target: Target, cck_make_targ
                         await sc.flow.send_blocking()
                     if consumer is not None:
                         await _receive(consumer, sc.history, 5, deadline(RESTORE_S))
-            await drain(target.url, sc.queue, sc.history, settings, quiet=deadline(QUIET_S),
-                        timeout=deadline(SETTLE_S))
-        _verdict_of_history(sc.history, evidence, sc.flow.sent)
 
     run(cck_settings, scenario())
 
@@ -371,7 +355,10 @@ def test_loss_before_the_cut(case: Case, cck_target: Target, cck_settings: Setti
         settings = client_settings(cck_target, confirmation_window_size=p["window"], block_on_acknowledge=True)
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=p["durable"])
-            async with sc.connection, AsyncExitStack() as stack:
+            problems: list[str] = []
+            async with (judged(sc, cck_target.url, settings, evidence, quiet=deadline(QUIET_S),
+                               timeout=deadline(SETTLE_S), problems=problems),
+                        sc.connection, AsyncExitStack() as stack):
                 consumer = None
                 if what == "deliveries":
                     consumer = await sc.session.create_consumer(sc.queue)
@@ -401,10 +388,7 @@ def test_loss_before_the_cut(case: Case, cck_target: Target, cck_settings: Setti
                     assert all(op.delivery_count == 1 for op in sc.history if op.f == "receive"), \
                         "a replayed delivery came as a redelivery"
                 log = list(proxy.wire_log)
-                problems = (_check_c2s_replay if what == "c2s" else _check_s2c_replay)(sc, log, evidence)
-            await drain(cck_target.url, sc.queue, sc.history, settings, quiet=deadline(QUIET_S),
-                        timeout=deadline(SETTLE_S))
-        _verdict(sc.history, evidence, sc.flow.sent, problems)
+                problems += (_check_c2s_replay if what == "c2s" else _check_s2c_replay)(sc, log, evidence)
 
     run(cck_settings, scenario())
 
@@ -464,7 +448,10 @@ def test_second_failure_during_reattach(case: Case, cck_target: Target, cck_sett
         settings = client_settings(cck_target, confirmation_window_size=10 * KIB)
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=p["blocking"])
-            async with sc.connection:
+            problems: list[str] = []
+            async with (judged(sc, cck_target.url, settings, evidence, quiet=deadline(QUIET_S),
+                               timeout=deadline(SETTLE_S), problems=problems),
+                        sc.connection):
                 proxy.add(ResetDuringReattach(count=p["resets"]))
                 proxy.add(CutAfter(p["n"], channel=sc.channel))
                 for _ in range(p["n"] + 10):
@@ -475,10 +462,7 @@ def test_second_failure_during_reattach(case: Case, cck_target: Target, cck_sett
                 assert event.kind == "reattached", f"{event.kind}: {event.detail}"
                 resets = [r for r in proxy.wire_log if r.type_name == "REATTACH_SESSION" and r.action == "cut"]
                 assert len(resets) == p["resets"], f"{len(resets)} reattach attempts were reset"
-                problems = _check_replay(sc, list(proxy.wire_log), evidence)
-            await drain(cck_target.url, sc.queue, sc.history, settings, quiet=deadline(QUIET_S),
-                        timeout=deadline(SETTLE_S))
-        _verdict(sc.history, evidence, sc.flow.sent, problems)
+                problems += _check_replay(sc, list(proxy.wire_log), evidence)
 
     run(cck_settings, scenario())
 
@@ -522,7 +506,10 @@ def test_transaction_across_failover(case: Case, cck_target: Target, cck_make_ta
         async with proxied(target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=p["durable"], transacted=True)
             h = sc.history
-            async with sc.connection:
+            problems: list[str] = []
+            async with (judged(sc, target.url, settings, evidence, quiet=deadline(QUIET_S),
+                               timeout=deadline(SETTLE_S), problems=problems, sent=p["m"]),
+                        sc.connection):
                 keys = []
                 for seq in range(p["m"]):
                     message = sc.flow.message(seq)
@@ -553,8 +540,6 @@ def test_transaction_across_failover(case: Case, cck_target: Target, cck_make_ta
                     await sc.flow.producer.send(after)
                     await sc.session.commit()
                     h.ok("producer-1", "send", f"{case.id}-after", producer="P1", seq=p["m"])
-            await drain(target.url, sc.queue, h, settings, quiet=deadline(QUIET_S), timeout=deadline(SETTLE_S))
-        _verdict_of_history(h, evidence, p["m"])
 
     run(cck_settings, scenario())
 
@@ -583,7 +568,10 @@ def test_consumer_keeps_receiving(case: Case, cck_target: Target, cck_settings: 
         settings = client_settings(cck_target, confirmation_window_size=p["window"], block_on_acknowledge=True)
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=p["durable"])
-            async with sc.connection:
+            problems: list[str] = []
+            async with (judged(sc, cck_target.url, settings, evidence, quiet=deadline(QUIET_S),
+                               timeout=deadline(SETTLE_S), problems=problems),
+                        sc.connection):
                 consumer = await sc.session.create_consumer(sc.queue)
                 sc.session.start()
                 async with producer_elsewhere(cck_target, settings, sc) as flow:
@@ -598,10 +586,6 @@ def test_consumer_keeps_receiving(case: Case, cck_target: Target, cck_settings: 
                         await flow.send_blocking()
                     await _receive(consumer, sc.history, p["total"] - p["first"], deadline(RESTORE_S))
                 assert not sc.stray_answers()
-            await drain(cck_target.url, sc.queue, sc.history, settings, quiet=deadline(QUIET_S),
-                        timeout=deadline(SETTLE_S))
-        result = judge_history(sc.history, evidence)
-        assert result.ok, result.explanation
-        assert all(op.delivery_count == 1 for op in sc.history if op.f == "receive"), "a message was redelivered"
+            assert all(op.delivery_count == 1 for op in sc.history if op.f == "receive"), "a message was redelivered"
 
     run(cck_settings, scenario())

@@ -34,6 +34,7 @@ from ._restart_support import (
     queue_for,
     run,
 )
+from ._running import judged_afterwards
 
 CASE_S = 150.0
 RESTORE_S = 90.0
@@ -112,8 +113,13 @@ def test_session_and_consumers_are_recreated(case: Case, cck_target: Target, cck
     q1, q2 = queue_for(case) + ".a", queue_for(case) + ".b"
     history = History()
 
+    def judge() -> None:
+        result = check(history)
+        evidence.history(history, result, label="after-restart")
+        assert result.ok, result.explanation
+
     async def scenario() -> None:
-        async with Disruption(cck_target, trigger) as disruption:
+        async with judged_afterwards(judge), Disruption(cck_target, trigger) as disruption:
             settings = client_settings(cck_target, confirmation_window_size=window)
             async with await connect(disruption.url, settings=settings) as connection:
                 watch = Watch(connection)
@@ -142,9 +148,6 @@ def test_session_and_consumers_are_recreated(case: Case, cck_target: Target, cck
                                    quiet_s=cck_settings.deadline(QUIET_S), receive_s=cck_settings.deadline(RECEIVE_S))
                 evidence.note("received", [key_of(first)] + [key_of(d) for d in rest])
                 _order(watch, evidence)
-        result = check(history)
-        evidence.history(history, result, label="after-restart")
-        assert result.ok, result.explanation
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -160,8 +163,14 @@ def test_what_messages_survive(case: Case, cck_target: Target, cck_settings: Set
     def durable(seq: int) -> bool:
         return kind == "durable" or (kind == "mixed" and seq % 2 == 0)
 
+    def judge() -> None:
+        result = check(history)
+        evidence.history(history, result, label="messages")
+        assert result.ok, result.explanation
+
     async def scenario() -> None:
-        async with (Disruption(cck_target, trigger) as disruption,
+        async with (judged_afterwards(judge),
+                    Disruption(cck_target, trigger) as disruption,
                     await connect(disruption.url, settings=client_settings(cck_target)) as connection):
             watch = Watch(connection)
             session = await connection.create_session()
@@ -183,9 +192,6 @@ def test_what_messages_survive(case: Case, cck_target: Target, cck_settings: Set
                               quiet_s=cck_settings.deadline(QUIET_S), receive_s=cck_settings.deadline(RECEIVE_S))
             evidence.note("received", [key_of(d) for d in got])
             evidence.note("events", watch.to_json())
-        result = check(history)
-        evidence.history(history, result, label="messages")
-        assert result.ok, result.explanation
 
     run(cck_settings, scenario(), CASE_S)
 
