@@ -3,9 +3,9 @@ delivery audit and clause coverage -> a static site.
 
 Command line: ``python -m reports report --evidence DIR --out DIR [--master URL]`` (docs/reports.md).
 
-The jobs are pure ``DataFrame -> DataFrame`` functions (:func:`conformance_matrix`, :func:`timing_attempts`,
-:func:`timing_summary`, :func:`timing_outliers`, :func:`delivery_audit`, :func:`audit_findings`,
-:func:`clause_coverage`) over tables with explicit schemas (:func:`load_schema`).  This module imports
+The jobs are pure ``DataFrame -> DataFrame`` functions (:func:`case_verdicts`, :func:`conformance_matrix`,
+:func:`timing_attempts`, :func:`timing_summary`, :func:`timing_outliers`, :func:`delivery_audit`,
+:func:`audit_findings`, :func:`clause_coverage`) over tables with explicit schemas (:func:`load_schema`).  This module imports
 pyspark only when one of them is used, so ``python -m reports --help`` and the errors work without it.
 """
 
@@ -20,12 +20,13 @@ if TYPE_CHECKING:
     from ._audit import audit_findings, delivery_audit
     from ._coverage import clause_coverage, read_clause_table
     from ._ingest import extract, load, read_tables
-    from ._matrix import conformance_matrix
+    from ._matrix import case_verdicts, conformance_matrix
     from ._pipeline import build_report
     from ._schema import READ_VERSION, EvidenceSchema, load_schema
     from ._spark import spark_session
     from ._synth import Rates, write_evidence
     from ._timing import timing_attempts, timing_outliers, timing_summary
+    from ._verdicts import SUBJECTS, VERDICTS
 
 __all__ = [
     "ReportError",
@@ -38,6 +39,9 @@ __all__ = [
     "extract",
     "load",
     "read_tables",
+    "SUBJECTS",
+    "VERDICTS",
+    "case_verdicts",
     "conformance_matrix",
     "timing_attempts",
     "timing_summary",
@@ -55,7 +59,8 @@ _LAZY = {
     "READ_VERSION": "_schema", "EvidenceSchema": "_schema", "load_schema": "_schema",
     "spark_session": "_spark",
     "extract": "_ingest", "load": "_ingest", "read_tables": "_ingest",
-    "conformance_matrix": "_matrix",
+    "SUBJECTS": "_verdicts", "VERDICTS": "_verdicts",
+    "case_verdicts": "_matrix", "conformance_matrix": "_matrix",
     "timing_attempts": "_timing", "timing_summary": "_timing", "timing_outliers": "_timing",
     "delivery_audit": "_audit", "audit_findings": "_audit",
     "read_clause_table": "_coverage", "clause_coverage": "_coverage",
