@@ -110,14 +110,15 @@ def parse_allure_file(path: str, relative: str, run_id: str,
 
 
 #: What allure-pytest records for a case, given the kit's verdict: PASS_LENIENT and the known deviations
-#: are pytest outcomes the plugin set (passed; skipped as xfail); FAIL and INDETERMINATE come from a
-#: failing call or teardown, which allure calls failed (an assertion) or broken (any other exception).
+#: are pytest outcomes the plugin set (passed; skipped as xfail); FAIL, INDETERMINATE and KIT_ERROR come from
+#: a failing setup, call or teardown, which allure calls failed (an assertion) or broken (any other exception).
 _EXPECTED: Mapping[str, str] = {
     "PASS": "passed",
     "PASS_LENIENT": "passed",
     "UNSUPPORTED": "skipped",
     "FAIL": "failed|broken",
     "INDETERMINATE": "failed|broken",
+    "KIT_ERROR": "failed|broken",
 }
 
 

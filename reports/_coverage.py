@@ -9,7 +9,7 @@ Per clause: its level, group (the TOML file's stem) and whether the table record
 implementation/documentation disagreement; ``in_table`` (false for a clause ID cited by cases but absent
 from the table); ``case_ids`` (sorted) and ``case_count``; ``targets`` that ran one of its cases; and
 ``reference_cases`` / ``reference_exercised``: cases of the clause run against the reference target with a
-verdict other than UNSUPPORTED.
+verdict other than UNSUPPORTED and KIT_ERROR (a case the kit erred in exercised nothing).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def read_clause_table(directory: Path = CLAUSE_DIR) -> list[tuple[Any, ...]]:
 
 def clause_coverage(clauses: DataFrame, cases: DataFrame) -> DataFrame:
     """``clauses`` (:data:`CLAUSE_STRUCT`) and ``cases`` (the CASE table) -> one row per clause."""
-    on_reference = (F.col("target") == "reference") & (F.col("verdict") != "UNSUPPORTED")
+    on_reference = (F.col("target") == "reference") & ~F.col("verdict").isin("UNSUPPORTED", "KIT_ERROR")
     cited = cases.groupBy("clause_id").agg(
         F.array_sort(F.collect_set("case_id")).alias("case_ids"),
         F.array_sort(F.collect_set("target")).alias("targets"),

@@ -23,9 +23,9 @@ from ._audit import audit_findings, delivery_audit
 from ._coverage import CLAUSE_DIR, CLAUSE_STRUCT, clause_coverage, read_clause_table
 from ._errors import ReportError
 from ._ingest import extract, load, read_tables, write_quarantine
-from ._matrix import conformance_matrix
+from ._matrix import case_verdicts, conformance_matrix
 from ._schema import SCHEMA_PATH, load_schema
-from ._site import ALLURE_DIR, AllureSection, CasePage, SiteData, TimingPlot, natural_key, render_site
+from ._site import ALLURE_DIR, AllureSection, CasePage, MatrixColumn, SiteData, TimingPlot, natural_key, render_site
 from ._svg import Attempt
 from ._timing import timing_attempts, timing_outliers, timing_summary
 
@@ -92,20 +92,19 @@ def _case_pages(matrix: Sequence[Mapping[str, Any]], tables: Mapping[str, DataFr
         for row in table.orderBy("run_id", "case_id", *order).toLocalIterator():
             record = row.asDict(recursive=True)
             evidence.setdefault((record["run_id"], record["case_id"]), {}).setdefault(kind, []).append(record)
-    verdicts: dict[tuple[str, str | None, str], list[dict[str, Any]]] = {}
-    per_run = tables["case"].join(runs.select("run_id", "target_version", F.col("started").alias("run_started")),
-                                  "run_id")
-    for row in per_run.select("target", "target_version", "case_id", "run_id", "run_started", "verdict",
-                              "reason").orderBy(F.col("run_started").desc()).toLocalIterator():
-        verdicts.setdefault((row["target"], row["target_version"], row["case_id"]), []).append(row.asDict())
+    verdicts: dict[tuple[MatrixColumn, str], list[dict[str, Any]]] = {}
+    per_run = case_verdicts(tables["case"], runs).orderBy(F.col("run_started").desc(), F.col("run_id").desc())
+    for row in per_run.toLocalIterator():
+        record = row.asDict()
+        verdicts.setdefault((MatrixColumn.of(record), record["case_id"]), []).append(record)
     pages = []
     for cell in matrix:
         rows = evidence.get((cell["latest_run_id"], cell["case_id"]), {})
         records = rows.get("case", [])
         wire = rows.get("wire", [])
+        column = MatrixColumn.of(cell)
         pages.append(CasePage(
-            target=cell["target"], target_version=cell["target_version"], case_id=cell["case_id"], summary=cell,
-            runs=verdicts.get((cell["target"], cell["target_version"], cell["case_id"]), []),
+            column=column, case_id=cell["case_id"], summary=cell, runs=verdicts.get((column, cell["case_id"]), []),
             record=records[-1] if records else None,
             evidence={kind: [_page_row(r) for r in rows.get(kind, [])][: wire_shown if kind == "wire" else None]
                       for kind in CASE_PAGE_KINDS},
@@ -120,7 +119,7 @@ def collect_site_data(spark: SparkSession, tables: Mapping[str, DataFrame], clau
     """Run every transform on the stored tables and collect what the pages show."""
     with progress.step("conformance matrix"):
         matrix = _dicts(conformance_matrix(tables["case"], tables["run"]).collect())
-        matrix.sort(key=lambda m: (natural_key(m["case_id"]), m["target"], m["target_version"] or ""))
+        matrix.sort(key=lambda m: (natural_key(m["case_id"]), m["subject"], MatrixColumn.of(m).sort_key()))
     with progress.step("timing compliance"):
         attempts = timing_attempts(tables["timing"]).cache()
         summary = sorted(_dicts(timing_summary(attempts).collect()),

@@ -3,12 +3,13 @@
 Every link is relative and nothing is fetched: the pages open from disk (``file://``) as they open from
 any static web server.  Layout of ``OUT/``::
 
-    index.html                     the matrix, the runs, the quarantine count
+    index.html                     the broker matrix and the client matrix, the runs, the quarantine count
     timing.html audit.html coverage.html
     allure.html                    allure's statuses per run and their cross-check against the verdicts
     allure/index.html              the allure HTML report (one self-contained file), when built
-    cases/<target>@<version>/<case>.html        one page per matrix cell (latest run's evidence)
-    cases/<target>@<version>/<case>.wire.jsonl  that case's whole wire log
+    cases/broker/<target>@<version>/<case>.html  one page per broker matrix cell (latest run's evidence)
+    cases/client/<client>/<case>.html            one page per client matrix cell
+    cases/.../<case>.wire.jsonl                  that case's whole wire log
     quarantine.jsonl               refused evidence rows (file, line, reason)
     data/<kind>/run_id=.../target=.../*.parquet
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,12 +28,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup
 
 from ._svg import Attempt, schedule_plot
+from ._verdicts import SUBJECTS, VERDICTS
 
 #: allure's statuses, in the order the allure page shows them (kept here: this module imports no pyspark).
 ALLURE_STATUSES = ("passed", "failed", "broken", "skipped", "unknown")
 
-__all__ = ["ALLURE_DIR", "ALLURE_STATUSES", "AllureSection", "CasePage", "TimingPlot", "SiteData", "cell_key",
-           "case_page_path", "natural_key", "render_site"]
+__all__ = ["ALLURE_DIR", "ALLURE_STATUSES", "AllureSection", "CasePage", "MatrixColumn", "MatrixSection", "TimingPlot",
+           "SiteData", "cell_key", "case_page_path", "matrix_sections", "natural_key", "render_site", "verdict_totals"]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 #: Where the allure HTML report goes below the site root.
@@ -39,7 +42,11 @@ ALLURE_DIR = "allure"
 
 #: Verdict -> CSS class (colours are in the base template).
 VERDICT_CLASS = {"PASS": "pass", "PASS_LENIENT": "lenient", "UNSUPPORTED": "unsupported",
-                 "INDETERMINATE": "indeterminate", "FAIL": "fail"}
+                 "INDETERMINATE": "indeterminate", "KIT_ERROR": "kit-error", "FAIL": "fail"}
+_BROKER, _CLIENT = SUBJECTS
+#: Subject -> the heading of its matrix and what its columns and rows are.
+MATRIX_TITLES = {_BROKER: ("Broker matrix", "targets \N{MULTIPLICATION SIGN} broker cases"),
+                 _CLIENT: ("Client matrix", "clients \N{MULTIPLICATION SIGN} client cases")}
 
 
 def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
@@ -56,17 +63,48 @@ def cell_key(target: str, version: str | None) -> str:
     return f"{target}@{version if version is not None else '?'}"
 
 
-def case_page_path(target: str, version: str | None, case_id: str) -> str:
-    """Where a cell's page is, relative to the site root."""
-    return f"cases/{_safe(cell_key(target, version))}/{_safe(case_id)}.html"
+@dataclass(frozen=True)
+class MatrixColumn:
+    """A column of a matrix: a target and its version (broker cases), or a client under test (client cases)."""
+
+    subject: str
+    #: The target (broker cases) or the client (``kit``, ``artemis@2.44.0``; ``?`` when the evidence lacks it).
+    name: str
+    #: The target's version (broker cases only).
+    version: str | None = None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> MatrixColumn:
+        """The column of a matrix row (or of a ``case_verdicts`` row)."""
+        if row["subject"] == _CLIENT:
+            return cls(_CLIENT, row["client"] or "?")
+        return cls(row["subject"], row["target"], row["target_version"])
+
+    @property
+    def key(self) -> str:
+        """The column's name in paths: ``target@version`` or the client."""
+        return self.name if self.subject == _CLIENT else cell_key(self.name, self.version)
+
+    @property
+    def label(self) -> str:
+        """The column's heading: ``target version`` or the client."""
+        return self.name if self.subject == _CLIENT else f"{self.name} {self.version or ''}".rstrip()
+
+    def sort_key(self) -> tuple[tuple[tuple[int, int | str], ...], ...]:
+        return natural_key(self.name), natural_key(self.version or "")
+
+
+def case_page_path(column: MatrixColumn, case_id: str) -> str:
+    """Where a cell's page is, relative to the site root: below its subject, so that the broker column of the
+    target ``artemis`` 2.44.0 and the client column ``artemis@2.44.0`` never share a page."""
+    return f"cases/{_safe(column.subject)}/{_safe(column.key)}/{_safe(case_id)}.html"
 
 
 @dataclass(frozen=True)
 class CasePage:
     """One matrix cell: its summary row, its verdict in each run, and the latest run's evidence rows."""
 
-    target: str
-    target_version: str | None
+    column: MatrixColumn
     case_id: str
     summary: Mapping[str, Any]
     runs: Sequence[Mapping[str, Any]]
@@ -78,7 +116,7 @@ class CasePage:
 
     @property
     def path(self) -> str:
-        return case_page_path(self.target, self.target_version, self.case_id)
+        return case_page_path(self.column, self.case_id)
 
 
 @dataclass(frozen=True)
@@ -135,25 +173,57 @@ def _environment() -> Environment:
     env.filters["verdict_class"] = lambda verdict: VERDICT_CLASS.get(verdict or "", "other")
     env.filters["pct"] = lambda value: "" if value is None else f"{100 * value:.0f}%"
     env.filters["ms"] = lambda value: "" if value is None else f"{value:.1f}"
-    env.filters["cell_key"] = cell_key
     env.filters["clip"] = _clip
     env.filters["tojson_compact"] = lambda value: json.dumps(value, default=str, ensure_ascii=False)
     env.globals["case_page_path"] = case_page_path
+    env.globals["verdicts"] = VERDICTS
     return env
 
 
-def _columns(matrix: Sequence[Mapping[str, Any]]) -> list[tuple[str, str | None]]:
-    keys = {(row["target"], row["target_version"]) for row in matrix}
-    return sorted(keys, key=lambda k: (natural_key(k[0]), natural_key(k[1] or "")))
+@dataclass(frozen=True)
+class MatrixSection:
+    """One subject's matrix: its columns, a row per case (``cells``: column -> matrix row) and its summary."""
+
+    subject: str
+    columns: Sequence[MatrixColumn]
+    rows: Sequence[Mapping[str, Any]]
+    #: (verdict, cells whose latest verdict it is): every known verdict, worst first, then any other.
+    totals: Sequence[tuple[str, int]]
+
+    @property
+    def title(self) -> str:
+        return MATRIX_TITLES.get(self.subject, (f"{self.subject} matrix", ""))[0]
+
+    @property
+    def caption(self) -> str:
+        return MATRIX_TITLES.get(self.subject, ("", f"{self.subject} cases"))[1]
 
 
-def _matrix_rows(matrix: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def verdict_totals(cells: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
+    """How many cells have each latest verdict: every known verdict (zeros too) worst first, then others."""
+    counts = Counter(cell["latest_verdict"] for cell in cells)
+    others = sorted((verdict, count) for verdict, count in counts.items() if verdict not in VERDICTS)
+    return [(verdict, counts[verdict]) for verdict in VERDICTS] + others
+
+
+def _matrix_rows(cells: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
-    for cell in matrix:
+    for cell in cells:
         row = rows.setdefault(cell["case_id"], {"case_id": cell["case_id"], "group": cell["group"],
                                                 "clause_id": cell["clause_id"], "cells": {}})
-        row["cells"][(cell["target"], cell["target_version"])] = cell
+        row["cells"][MatrixColumn.of(cell)] = cell
     return [rows[key] for key in sorted(rows, key=natural_key)]
+
+
+def _section(subject: str, cells: Sequence[Mapping[str, Any]]) -> MatrixSection:
+    columns = sorted({MatrixColumn.of(cell) for cell in cells}, key=MatrixColumn.sort_key)
+    return MatrixSection(subject, columns, _matrix_rows(cells), verdict_totals(cells))
+
+
+def matrix_sections(matrix: Sequence[Mapping[str, Any]]) -> list[MatrixSection]:
+    """The broker matrix and the client matrix (each even when empty), then one per any other subject."""
+    subjects = [*SUBJECTS, *sorted({cell["subject"] for cell in matrix} - set(SUBJECTS))]
+    return [_section(subject, [cell for cell in matrix if cell["subject"] == subject]) for subject in subjects]
 
 
 def _write(path: Path, text: str) -> None:
@@ -164,15 +234,10 @@ def _write(path: Path, text: str) -> None:
 def render_site(data: SiteData, out: Path) -> Path:
     """Write the pages of ``data`` under ``out``; the path of ``index.html``."""
     env = _environment()
-    columns = _columns(data.matrix)
-    verdict_totals: dict[str, int] = {}
-    for cell in data.matrix:
-        verdict = cell["latest_verdict"]
-        verdict_totals[verdict] = verdict_totals.get(verdict, 0) + 1
     common = {"evidence": data.evidence, "quarantine_count": data.quarantine_count, "allure_report": data.allure.report}
     _write(out / "index.html", env.get_template("index.html.j2").render(
-        root="", columns=columns, rows=_matrix_rows(data.matrix), runs=data.runs, verdict_totals=verdict_totals,
-        quarantine_sample=data.quarantine_sample, **common))
+        root="", sections=matrix_sections(data.matrix), runs=data.runs, quarantine_sample=data.quarantine_sample,
+        **common))
     plots = [(plot, Markup(schedule_plot(plot.attempts, title=f"{plot.case_id} {plot.name}")))  # noqa: S704
              for plot in sorted(data.timing_plots, key=lambda p: (p.target, natural_key(p.case_id), p.name))]
     _write(out / "timing.html", env.get_template("timing.html.j2").render(
@@ -192,5 +257,5 @@ def render_site(data: SiteData, out: Path) -> Path:
             wire_file = wire_path.name
             _write(wire_path, "".join(json.dumps(row, default=str, ensure_ascii=False) + "\n"
                                       for row in page.wire_log))
-        _write(target, case_template.render(root="../../", page=page, wire_file=wire_file, **common))
+        _write(target, case_template.render(root="../../../", page=page, wire_file=wire_file, **common))
     return out / "index.html"

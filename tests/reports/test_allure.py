@@ -106,13 +106,15 @@ def test_agreement_checks_each_status_against_its_verdict(spark: SparkSession, t
                   {"run_id": "r1", "case_id": "unsupported", "verdict": "UNSUPPORTED"},
                   {"run_id": "r1", "case_id": "fail", "verdict": "FAIL"},
                   {"run_id": "r1", "case_id": "indeterminate", "verdict": "INDETERMINATE"},
+                  {"run_id": "r1", "case_id": "kit-error", "verdict": "KIT_ERROR"},
                   {"run_id": "r1", "case_id": "deviation", "verdict": "FAIL", "known_deviation": "documented"},
                   {"run_id": "r1", "case_id": "wrong", "verdict": "PASS"},
                   {"run_id": "r1", "case_id": "no-allure", "verdict": "PASS"})
     allure = spark.createDataFrame([
         _result("r1", "pass", "passed"), _result("r1", "lenient", "passed"),
         _result("r1", "unsupported", "skipped"), _result("r1", "fail", "failed"),
-        _result("r1", "indeterminate", "broken"), _result("r1", "deviation", "skipped"),
+        _result("r1", "indeterminate", "broken"), _result("r1", "kit-error", "broken"),
+        _result("r1", "deviation", "skipped"),
         _result("r1", "wrong", "failed"), _result("r1", "no-case", "passed"),
         _result("r1", None, "passed", "not-a-case")], ALLURE_STRUCT)
     expected = spark.createDataFrame([
@@ -121,6 +123,7 @@ def test_agreement_checks_each_status_against_its_verdict(spark: SparkSession, t
         ("r1", "reference", "unsupported", "UNSUPPORTED", False, "skipped", "skipped", True, None),
         ("r1", "reference", "fail", "FAIL", False, "failed", "failed|broken", True, None),
         ("r1", "reference", "indeterminate", "INDETERMINATE", False, "broken", "failed|broken", True, None),
+        ("r1", "reference", "kit-error", "KIT_ERROR", False, "broken", "failed|broken", True, None),
         ("r1", "reference", "deviation", "FAIL", True, "skipped", "skipped", True, None),
         ("r1", "reference", "wrong", "PASS", False, "failed", "passed", False,
          "allure says failed, the verdict implies passed"),

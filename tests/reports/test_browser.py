@@ -91,7 +91,7 @@ def _case_verdicts() -> dict[str, str]:
 
 def test_chromium_renders_the_matrix_with_a_linked_coloured_cell_per_case(site: Path, artifacts: Path) -> None:
     dom = html.fromstring(_browse(site / "index.html"))
-    rows = dom.xpath('//table[@id="matrix"]/tbody/tr')
+    rows = dom.xpath('//table[@id="broker-matrix"]/tbody/tr')
     shown = {row.xpath("string(td[1])").strip(): row for row in rows}
     verdicts = _case_verdicts()
     assert set(shown) == set(verdicts)

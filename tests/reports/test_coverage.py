@@ -21,18 +21,21 @@ COVERAGE = ("clause_id string, level string, group string, disagreement boolean,
 
 def test_coverage_per_clause(spark: SparkSession, table: Table) -> None:
     clauses = spark.createDataFrame([("w.a", "MUST", "window", False), ("w.b", "SHOULD", "window", True),
-                                     ("w.c", "MUST", "window", False)], CLAUSE_STRUCT)
+                                     ("w.c", "MUST", "window", False), ("w.d", "MUST", "window", False)], CLAUSE_STRUCT)
     cases = table("case",
                   {"run_id": "r1", "case_id": "w.a.1", "clause_id": "w.a", "verdict": "PASS"},
                   {"run_id": "r2", "case_id": "w.a.1", "clause_id": "w.a", "verdict": "FAIL"},
                   {"run_id": "r1", "case_id": "w.a.2", "clause_id": "w.a", "verdict": "UNSUPPORTED"},
                   {"run_id": "r3", "case_id": "w.b.1", "clause_id": "w.b", "verdict": "PASS", "target": "artemis"},
+                  {"run_id": "r1", "case_id": "w.c.1", "clause_id": "w.c", "verdict": "KIT_ERROR"},
                   {"run_id": "r1", "case_id": "x.1", "clause_id": "gone", "verdict": "PASS"})
     expected = spark.createDataFrame([
         ("w.a", "MUST", "window", False, True, ["w.a.1", "w.a.2"], 2, ["reference"], 1, True),
         # run only against Artemis: covered, not exercised by the reference target
         ("w.b", "SHOULD", "window", True, True, ["w.b.1"], 1, ["artemis"], 0, False),
-        ("w.c", "MUST", "window", False, True, [], 0, [], 0, False),  # no case in the evidence
+        # its one case ended in the kit's error: covered, not exercised
+        ("w.c", "MUST", "window", False, True, ["w.c.1"], 1, ["reference"], 0, False),
+        ("w.d", "MUST", "window", False, True, [], 0, [], 0, False),  # no case in the evidence
         ("gone", None, None, None, False, ["x.1"], 1, ["reference"], 1, True),  # cited, not in the table
     ], COVERAGE)
     assertDataFrameEqual(clause_coverage(clauses, cases), expected)

@@ -9,23 +9,25 @@ import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytest.importorskip("pyspark", reason="pyspark is installed only in the `reports` tox env")
 
 
-from reports._site import SiteData, render_site
+from reports._site import CasePage, MatrixColumn, SiteData, case_page_path, render_site
 from reports._svg import Attempt, schedule_plot
 
 from .conftest import EVIDENCE, SiteBuild
 
 
 class _Cells(HTMLParser):
-    """The matrix's cells: (case, [(class, link, text), ...]) per row of table#matrix."""
+    """A matrix's cells: (case, [(class, link, text), ...]) per row of the table ``table_id``."""
 
-    def __init__(self) -> None:
+    def __init__(self, table_id: str = "broker-matrix") -> None:
         super().__init__()
+        self.table_id = table_id
         self.rows: list[tuple[str, list[tuple[str, str, str]]]] = []
         self._in_matrix = False
         self._cell: list[str] | None = None
@@ -34,7 +36,7 @@ class _Cells(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = dict(attrs)
         if tag == "table":
-            self._in_matrix = attributes.get("id") == "matrix"
+            self._in_matrix = attributes.get("id") == self.table_id
         elif self._in_matrix and tag == "tr":
             self._row = []
         elif self._in_matrix and tag == "td":
@@ -92,12 +94,130 @@ def test_index_shows_the_matrix_with_a_coloured_linked_cell_per_case(site: Path)
     assert "(2 runs)" in cells["backoff.interval.2"][0][2]
 
 
+def test_evidence_without_subjects_is_all_broker_cases(site: Path) -> None:
+    """The committed runs predate subjects: every case is in the broker matrix, the client matrix is empty."""
+    index = (site / "index.html").read_text(encoding="utf-8")
+    totals = _totals(index, "broker")
+    verdicts = [verdict for versions in _cases().values() for verdict in versions]
+    assert sum(totals.values()) == len(_cases())
+    assert totals["KIT_ERROR"] == totals["FAIL"] == 0
+    assert totals["PASS"] > 0
+    assert set(verdicts) <= {"PASS", "UNSUPPORTED"}
+    assert 'id="client-matrix"' not in index
+    assert '<p class="empty" id="client-empty">No client cases in this evidence.</p>' in index
+    assert sum(_totals(index, "client").values()) == 0
+
+
+def _totals(index: str, subject: str) -> dict[str, int]:
+    """A matrix's summary: verdict -> count, from its ``<subject>-totals`` paragraph."""
+    paragraph = re.search(rf'<p class="totals" id="{subject}-totals">(.*?)</p>', index, re.S)
+    assert paragraph, f"no summary of the {subject} matrix"
+    return {verdict: int(count) for verdict, count in
+            re.findall(r'data-verdict="([^"]+)">\1 (\d+)</span>', paragraph.group(1))}
+
+
+def _matrix(index: str, subject: str) -> _Cells:
+    cells = _Cells(f"{subject}-matrix")
+    cells.feed(index)
+    return cells
+
+
+def _cell(subject: str, case_id: str, verdict: str, **fields: Any) -> dict[str, Any]:
+    """A matrix row as ``conformance_matrix`` gives it (one run)."""
+    counts = dict.fromkeys(("pass", "unsupported", "pass_lenient", "indeterminate", "kit_error", "fail"), 0)
+    counts[verdict.lower()] = 1
+    return {"subject": subject, "target": "reference", "target_version": "0.1.0", "client": None,
+            "case_id": case_id, "clause_id": f"clause.{case_id}", "group": "g", "latest_verdict": verdict,
+            "latest_run_id": "r1", "latest_reason": None, "latest_kit_error_type": None,
+            "latest_kit_error_where": None, "modal_verdict": verdict, "runs": 1, **counts, "other": 0,
+            "flake_rate": 0.0, "first_seen": "t0", "last_seen": "t0", **fields}
+
+
+WHERE = "conformance/suite/test_backoff.py:88 in test_interval"
+TWO_SUBJECTS = [
+    _cell("broker", "window.1", "PASS"),
+    _cell("broker", "window.2", "FAIL", latest_reason="no confirmation"),
+    _cell("broker", "window.1", "PASS", target="artemis", target_version="2.44.0"),
+    _cell("client", "backoff.1", "PASS", client="kit"),
+    _cell("client", "backoff.1", "KIT_ERROR", client="artemis@2.44.0", latest_kit_error_type="KitError",
+          latest_kit_error_where=WHERE, latest_reason=f"kit error in call: KitError: harness died (at {WHERE})"),
+    _cell("client", "backoff.2", "KIT_ERROR", client="kit", latest_kit_error_type="TypeError",
+          latest_kit_error_where="reference/client/_session.py:10 in send"),
+]
+
+
+@pytest.fixture(scope="module")
+def two_subjects(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A site (no Spark) of a broker matrix and a client matrix, with KIT_ERROR cells and their pages."""
+    out = tmp_path_factory.mktemp("two-subjects")
+    runs = [{"run_id": "r1", "subject": "client", "target": "reference", "target_version": "0.1.0",
+             "kit_error_type": "KitError", "kit_error_where": WHERE, "run_started": "t0", "verdict": "KIT_ERROR",
+             "reason": "kit error"}]
+    pages = [CasePage(column=MatrixColumn.of(cell), case_id=cell["case_id"], summary=cell,
+                      runs=runs if cell["latest_verdict"] == "KIT_ERROR" else [], record=None, evidence={})
+             for cell in TWO_SUBJECTS]
+    render_site(SiteData(evidence="ev", runs=[], matrix=TWO_SUBJECTS, case_pages=pages), out)
+    return out
+
+
+def test_the_index_shows_a_broker_and_a_client_matrix_each_with_its_summary(two_subjects: Path) -> None:
+    index = (two_subjects / "index.html").read_text(encoding="utf-8")
+    assert index.index('id="broker-matrix"') < index.index('id="client-matrix"')
+    assert "<h2>Broker matrix <small>targets \N{MULTIPLICATION SIGN} broker cases</small></h2>" in index
+    assert "<h2>Client matrix <small>clients \N{MULTIPLICATION SIGN} client cases</small></h2>" in index
+    broker, client = _matrix(index, "broker"), _matrix(index, "client")
+    assert [case for case, _ in broker.rows] == ["window.1", "window.2"]
+    assert [case for case, _ in client.rows] == ["backoff.1", "backoff.2"]
+    heads = re.findall(r'<table class="matrix" id="(\w+)-matrix">\n<thead><tr><th>case</th><th>clause</th>(.*?)</tr>',
+                       index)
+    assert [(subject, re.findall(r"<th>(.*?)</th>", cells)) for subject, cells in heads] == [
+        ("broker", ["artemis 2.44.0", "reference 0.1.0"]), ("client", ["artemis@2.44.0", "kit"])]
+    assert _totals(index, "broker") == {"FAIL": 1, "KIT_ERROR": 0, "INDETERMINATE": 0, "PASS_LENIENT": 0,
+                                        "UNSUPPORTED": 0, "PASS": 3}
+    assert _totals(index, "client") == {"FAIL": 0, "KIT_ERROR": 2, "INDETERMINATE": 0, "PASS_LENIENT": 0,
+                                        "UNSUPPORTED": 0, "PASS": 1}
+    kit_errors = [cell for _, cells in client.rows for cell in cells if cell[2] == "KIT_ERROR"]
+    assert [css for css, _, _ in kit_errors] == ["kit-error", "kit-error"]
+    assert '<span class="kit-error">KIT_ERROR</span>' in index  # in the legend
+    assert f"kit error KitError at {WHERE}" in index  # the cell's tooltip
+
+
+def test_kit_error_has_its_own_colour(two_subjects: Path) -> None:
+    base = (Path(__file__).resolve().parents[2] / "reports/templates/base.html.j2").read_text(encoding="utf-8")
+    colours = dict(re.findall(r"\.([a-z-]+) \{ background: (#[0-9a-f]{6});", base))
+    assert colours["kit-error"] not in {colours[name] for name in ("pass", "lenient", "unsupported", "indeterminate",
+                                                                   "fail", "other")}
+
+
+def test_a_kit_error_case_page_names_the_type_and_where(two_subjects: Path) -> None:
+    column = MatrixColumn("client", "artemis@2.44.0")
+    page = (two_subjects / case_page_path(column, "backoff.1")).read_text(encoding="utf-8")
+    assert '<code id="kit-error-type">KitError</code>' in page
+    assert f'<code id="kit-error-where">{WHERE}</code>' in page
+    assert "client artemis@2.44.0, against reference 0.1.0" in page
+    assert f"<td>KitError at {WHERE}</td>" in page  # in the verdict per run
+    passed = (two_subjects / case_page_path(MatrixColumn("client", "kit"), "backoff.1")).read_text(encoding="utf-8")
+    assert 'id="kit-error"' not in passed
+
+
+def test_a_broker_column_and_a_client_column_of_one_name_have_their_own_pages(two_subjects: Path) -> None:
+    broker = case_page_path(MatrixColumn("broker", "artemis", "2.44.0"), "backoff.1")
+    client = case_page_path(MatrixColumn("client", "artemis@2.44.0"), "backoff.1")
+    assert broker == "cases/broker/artemis@2.44.0/backoff.1.html"
+    assert client == "cases/client/artemis@2.44.0/backoff.1.html"
+    index = (two_subjects / "index.html").read_text(encoding="utf-8")
+    links = {link for subject in ("broker", "client") for _, cells in _matrix(index, subject).rows
+             for _, link, _ in cells if link}
+    assert len(links) == len(TWO_SUBJECTS)
+    assert all((two_subjects / link).is_file() for link in links)
+
+
 def test_case_pages_link_their_wire_log(site: Path) -> None:
-    page = (site / "cases/reference@0.1.0/window.flush-close.1.html").read_text(encoding="utf-8")
+    page = (site / "cases/broker/reference@0.1.0/window.flush-close.1.html").read_text(encoding="utf-8")
     assert 'id="evidence-wire"' in page
     link = re.search(r'href="(window\.flush-close\.1\.wire\.jsonl)"', page)
     assert link
-    rows = (site / "cases/reference@0.1.0" / link.group(1)).read_text(encoding="utf-8").splitlines()
+    rows = (site / "cases/broker/reference@0.1.0" / link.group(1)).read_text(encoding="utf-8").splitlines()
     assert rows
     assert all(json.loads(row)["kind"] == "wire" for row in rows)
 
