@@ -79,6 +79,12 @@ def _parser() -> argparse.ArgumentParser:
                            help=f"share of keys {name.replace('-', ' ')} (default 0.001)")
     synth.add_argument("--ack", type=float, default=0.5, metavar="RATE",
                        help="share of received keys acked (default 0.5)")
+    synth.add_argument("--clients", type=_names, default=(), metavar="LIST",
+                       help="comma-separated clients under test (kit,artemis@2.44.0): one client run each")
+    synth.add_argument("--client-cases", type=int, default=10, metavar="N",
+                       help="client cases per client run (default 10)")
+    synth.add_argument("--kit-errors", type=float, default=0.0, metavar="RATE",
+                       help="share of cases recorded as KIT_ERROR (default 0)")
     commands.add_parser(
         "install-allure", help="install the pinned Allure Report 3 (npm, needs Node.js) for the allure HTML report",
         description="Run npm ci with the kit's lockfile (reports/allure/) in $CCK_ALLURE_HOME, by default "
@@ -175,6 +181,11 @@ def _report(args: argparse.Namespace, progress: _Progress) -> int:
     return EXIT_OK
 
 
+def _names(text: str) -> tuple[str, ...]:
+    """``a,b`` -> ("a", "b") (blanks dropped)."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
 def _synth(args: argparse.Namespace) -> int:
     import json
 
@@ -188,7 +199,8 @@ def _synth(args: argparse.Namespace) -> int:
                       unexpected=args.unexpected, ack=args.ack)
         started = time.monotonic()
         synthesis = write_evidence(out, runs=args.runs, events=args.events, seed=args.seed, rates=rates,
-                                   keys_per_history=args.keys_per_history)
+                                   keys_per_history=args.keys_per_history, clients=args.clients,
+                                   client_cases=args.client_cases, kit_errors=args.kit_errors)
     except ValueError as exc:
         raise ReportError(str(exc)) from None
     summary = synthesis.to_json()
