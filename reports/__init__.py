@@ -5,8 +5,9 @@ Command line: ``python -m reports report --evidence DIR --out DIR [--master URL]
 
 The jobs are pure ``DataFrame -> DataFrame`` functions (:func:`case_verdicts`, :func:`conformance_matrix`,
 :func:`timing_attempts`, :func:`timing_summary`, :func:`timing_outliers`, :func:`delivery_audit`,
-:func:`audit_findings`, :func:`clause_coverage`) over tables with explicit schemas (:func:`load_schema`).  This module imports
-pyspark only when one of them is used, so ``python -m reports --help`` and the errors work without it.
+:func:`audit_findings`, :func:`clause_coverage`) over tables with explicit schemas (:func:`load_schema`).  This
+module imports pyspark only when one of them is used, so ``python -m reports --help`` and the errors work without
+it.
 """
 
 from __future__ import annotations
