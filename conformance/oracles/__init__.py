@@ -32,6 +32,7 @@ from ._retry import (
 )
 from ._timing import (
     DEFAULT_TOLERANCE,
+    FIRST_ATTEMPT_REACTION_MS,
     SampleStatus,
     TimingResult,
     TimingSample,
@@ -55,6 +56,7 @@ __all__ = [
     "TimingSample",
     "TimingResult",
     "check_schedule",
+    "FIRST_ATTEMPT_REACTION_MS",
     "reverify",
     "areverify",
     # histories

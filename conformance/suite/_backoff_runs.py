@@ -24,6 +24,7 @@ from urllib.parse import urlencode
 
 from conformance.faults import FaultProxy, RefuseConnections
 from conformance.oracles import (
+    FIRST_ATTEMPT_REACTION_MS,
     Attempt,
     RetryPolicy,
     TimingResult,
@@ -124,7 +125,8 @@ def _judge(plan: Plan, observed: Sequence[int], origin_ns: int | None, tolerance
            problems: list[str]) -> TimingResult:
     expected = expected_for(plan)
     origin = origin_ns if plan.judge_first else None
-    result = check_schedule(observed, expected, tolerance, origin_ns=origin, open_ended=plan.limit is not None)
+    result = check_schedule(observed, expected, tolerance, origin_ns=origin, open_ended=plan.limit is not None,
+                            reaction_ms=FIRST_ATTEMPT_REACTION_MS if plan.mode == "reconnect" else 0.0)
     if problems:
         result = dataclasses.replace(result, ok=False, explanation="; ".join([*problems, result.explanation]))
     return result

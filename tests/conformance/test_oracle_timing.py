@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from conformance.oracles import (
     DEFAULT_TOLERANCE,
+    FIRST_ATTEMPT_REACTION_MS,
     Attempt,
     RetryPolicy,
     TimingResult,
@@ -281,6 +282,30 @@ def test_a_systematic_error_fails_the_span() -> None:
            "(720.0 ms too long)" in result.explanation
     # random error that does not add up passes
     assert check_schedule(observed_at(0, 2240, 4000, 6240), four, TOL, origin_ns=ORIGIN).ok
+
+
+def test_the_first_attempt_may_come_a_reaction_later_but_no_later_and_nothing_else_may() -> None:
+    # immediate first reconnect, then 100 ms waits; the default tolerance allows 25 ms + 5 %
+    schedule = expected_reconnect_schedule(RetryPolicy(retry_interval_ms=100, reconnect_attempts=3))
+    assert offsets(schedule) == [0, 100, 200]
+    reaction = FIRST_ATTEMPT_REACTION_MS
+    late = observed_at(40, 140, 240)  # the client noticed the cut 40 ms after the kit made it
+    assert not check_schedule(late, schedule, DEFAULT_TOLERANCE, origin_ns=ORIGIN).ok
+    result = check_schedule(late, schedule, DEFAULT_TOLERANCE, origin_ns=ORIGIN, reaction_ms=reaction)
+    assert result.ok, result.explanation
+    # a client that waits a retry interval before its first attempt still fails
+    waited = check_schedule(observed_at(100, 200, 300), schedule, DEFAULT_TOLERANCE, origin_ns=ORIGIN,
+                            reaction_ms=reaction)
+    assert not waited.ok
+    assert waited.samples[0].status == "late"
+    assert waited.samples[0].allowed_ms == pytest.approx(25 + reaction)
+    # the later intervals keep their own band
+    later = check_schedule(observed_at(10, 150, 250), schedule, DEFAULT_TOLERANCE, origin_ns=ORIGIN,
+                           reaction_ms=reaction)
+    assert later.samples[1].status == "late"
+    # scaled like the tolerance
+    assert check_schedule(observed_at(90, 190, 290), schedule, DEFAULT_TOLERANCE.scaled(2), origin_ns=ORIGIN,
+                          reaction_ms=reaction).ok
 
 
 def test_one_wait_has_no_span_of_its_own() -> None:
