@@ -1,0 +1,98 @@
+"""A reattach request for a session whose first connection is still alive (spec 000 "100% Transparent session
+re-attachment", the confirmation window of -1; artemis-core-notes §9.5).
+
+The cases of ``test_reattach`` reconnect the kit's client only after its old connection is gone, so a broker
+that closes a windowless session as soon as it sees the connection fail never has to refuse a reattach of one.
+Here the first connection stays open: a second connection, its own raw TCP socket through the fault proxy,
+sends REATTACH_SESSION for the first connection's session by name.  A session without a confirmation window
+has no resend cache, so whichever connection asks, it cannot be reattached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from codec import PREAMBLE, FrameDecoder, ReattachSessionMessage, ReattachSessionResponseMessage, encode_packet
+from conformance.cases import Case, cases
+from conformance.evidence import CaseEvidence
+from conformance.plugin import Settings
+from conformance.targets import Target
+from conformance.verdicts import CheckFailed
+
+from . import _running
+from ._reattach_kit import Scenario, client_settings, judged, proxied, run
+
+#: How long the broker may take to answer the second connection's REATTACH_SESSION.
+ANSWER_S = 15.0
+#: Waiting for the broker's answers to the first connection's sends.
+SETTLE_S = 30.0
+#: A drain ends once nothing arrived for this long.
+QUIET_S = 0.5
+#: The channel of session setup (CREATESESSION, REATTACH_SESSION and their answers).
+SETUP_CHANNEL = 1
+
+LIVE = (
+    Case("reattach.no-window.4", "reattach.no-window",
+         "connection A opens a session with confirmationWindowSize -1 and makes 3 confirmed durable sends; A stays "
+         "open; a second connection B (through the fault proxy) sends REATTACH_SESSION naming A's session",
+         "the reattach is refused: B gets REATTACH_SESSION_RESP with reattached=false (no window, no re-attachment, "
+         "whether or not the session's first connection is still alive); the confirmed messages stay on the queue",
+         params={"sends": 3}),
+)
+
+
+async def _reattach_from(url: str, name: str, version: int) -> ReattachSessionResponseMessage:
+    """A fresh TCP connection to ``url`` that writes the preamble and REATTACH_SESSION(``name``, -1) and reads
+    until the broker's REATTACH_SESSION_RESP on the setup channel (unbounded: the caller bounds it)."""
+    host, _, port = url.removeprefix("tcp://").rpartition(":")
+    reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+    try:
+        writer.write(PREAMBLE + encode_packet(ReattachSessionMessage(name, -1), SETUP_CHANNEL, version=version))
+        await writer.drain()
+        decoder = FrameDecoder(version=version)
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                raise CheckFailed("the broker closed the second connection without answering its REATTACH_SESSION")
+            decoder.feed(data)
+            for frame in decoder:
+                if frame.channel_id == SETUP_CHANNEL and isinstance(frame.packet, ReattachSessionResponseMessage):
+                    return frame.packet
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+
+
+@cases(*LIVE)
+def test_reattach_of_a_live_windowless_session(case: Case, cck_target: Target, cck_settings: Settings,
+                                               evidence: CaseEvidence) -> None:
+    deadline = cck_settings.deadline
+
+    async def scenario() -> None:
+        # A does not reconnect: once the answer is in, the kit cuts the proxy's links and A simply ends (a session
+        # the broker closed would otherwise hold A's SESS_CLOSE until its call timeout)
+        settings = client_settings(cck_target, confirmation_window_size=-1, reconnect_attempts=0)
+        version = settings.version if cck_target.protocol_version is None else cck_target.protocol_version
+        async with proxied(cck_target, evidence) as proxy:
+            sc = await Scenario.open(proxy, settings, case.id, durable=True)
+            async with (judged(sc, cck_target.url, client_settings(cck_target), evidence, quiet=deadline(QUIET_S),
+                               timeout=deadline(SETTLE_S)),
+                        sc.connection):
+                for _ in range(case.params["sends"]):
+                    await sc.flow.send_blocking()
+                name = sc.session.name
+                evidence.note("session_name", name)
+                answer = await _running.observed(
+                    _reattach_from(proxy.url, name, version), deadline(ANSWER_S),
+                    "the broker's REATTACH_SESSION_RESP to a second connection's REATTACH_SESSION for a live session "
+                    "with window -1")
+                evidence.note("reattach_response", repr(answer))
+                evidence.note("first_connection_failed_before_answer", repr(sc.connection.failure))
+                proxy.cut_all()
+                assert not answer.reattached, (
+                    f"the broker reattached session {name} (confirmationWindowSize -1) to a second connection: "
+                    f"{answer!r}")
+
+    run(cck_settings, scenario())
