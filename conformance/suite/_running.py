@@ -30,25 +30,25 @@ async def bounded(scenario: Coroutine[Any, Any, Any], seconds: float) -> Any:
     subject inside a case has a deadline of its own and fails the case when it passes (:class:`NotObserved`), so
     only a case that was slow everywhere (a loaded machine) reaches the overall one.  A ``TimeoutError`` raised
     inside the scenario is passed on as it is."""
-    try:
-        async with asyncio.timeout(seconds) as scope:
-            return await scenario
-    except TimeoutError:
-        if scope.expired():
-            raise Indeterminate(f"the case did not finish within its overall deadline of {seconds:.0f} s") from None
-        raise
+    return await _within(scenario, seconds, lambda: Indeterminate(
+        f"the case did not finish within its overall deadline of {seconds:.0f} s"))
 
 
 async def observed(awaitable: Awaitable[T], seconds: float, what: str) -> T:
     """Await something the subject must do (an answer, an event of the client, a delivery) for at most
     ``seconds``.  Missing it is a failed check (:class:`NotObserved`) naming ``what``; a ``TimeoutError`` raised
     inside ``awaitable`` itself is passed on as it is (its raiser knows whose it is)."""
+    return await _within(awaitable, seconds, lambda: NotObserved(f"{what}: not within {seconds:.1f} s"))
+
+
+async def _within(awaitable: Awaitable[T], seconds: float, expired: Callable[[], Exception]) -> T:
+    """``awaitable``'s result; ``expired()`` raised instead when ``seconds`` ran out (and only then)."""
     try:
         async with asyncio.timeout(seconds) as scope:
             return await awaitable
     except TimeoutError:
         if scope.expired():
-            raise NotObserved(f"{what}: not within {seconds:.1f} s") from None
+            raise expired() from None
         raise
 
 
