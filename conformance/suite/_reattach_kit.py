@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -18,7 +19,7 @@ from typing import Any
 
 from codec import CoreMessage, Packet, RoutingType, SessionSendMessage, TypedProperties
 from conformance.evidence import CaseEvidence
-from conformance.faults import FaultProxy, WireRecord
+from conformance.faults import CutAfter, FaultProxy, WireRecord
 from conformance.oracles import History, HistoryResult, check
 from conformance.plugin import Settings
 from conformance.targets import Target
@@ -41,6 +42,7 @@ __all__ = [
     "producer_elsewhere",
     "proxied",
     "send_keys",
+    "send_through_a_cut",
     "server_replay_problems",
     "run",
     "wait_event",
@@ -202,6 +204,22 @@ def judge_history(history: History, evidence: CaseEvidence, label: str = "") -> 
     result = check(history)
     evidence.history(history, result, label=label)
     return result
+
+
+async def send_through_a_cut(sc: Scenario, proxy: FaultProxy, evidence: CaseEvidence, *, cut_after: int, total: int,
+                             blocking: bool, restore_s: float, settle_s: float) -> FailoverEvent:
+    """The cut-mid-batch scenario: cut the link when the ``cut_after``-th confirmable command of the session
+    arrives, send ``total`` messages meanwhile, and wait for the client's failover and the answers it is owed;
+    the failover event (its kind is the caller's to judge).  Notes the events and how long the restore took."""
+    proxy.add(CutAfter(cut_after, channel=sc.channel))
+    started = time.monotonic_ns()
+    for _ in range(total):
+        await sc.flow.send(blocking)
+    event = await wait_event(sc.connection, ("reattached", "recreated"), restore_s)
+    await sc.flow.settled(settle_s)
+    evidence.note("events", [(e.kind, e.detail) for e in sc.connection.events])
+    evidence.note("restore_ms", (time.monotonic_ns() - started) / 1e6)
+    return event
 
 
 def judged(sc: Scenario, url: str, settings: ClientSettings, evidence: CaseEvidence, *, quiet: float,

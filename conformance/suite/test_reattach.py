@@ -11,7 +11,6 @@ the reattach (so the client recreates) when the session is gone or the window is
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 
@@ -41,6 +40,7 @@ from ._reattach_kit import (
     proxied,
     run,
     send_keys,
+    send_through_a_cut,
     server_replay_problems,
     wait_event,
     warm_up,
@@ -108,14 +108,9 @@ def test_cut_mid_batch(case: Case, cck_target: Target, cck_settings: Settings, e
             async with (judged(sc, cck_target.url, settings, evidence, quiet=deadline(QUIET_S),
                                timeout=deadline(SETTLE_S), problems=problems),
                         sc.connection):
-                proxy.add(CutAfter(p["cut_after"], channel=sc.channel))
-                started = time.monotonic_ns()
-                for _ in range(p["total"]):
-                    await sc.flow.send(p["blocking"])
-                event = await wait_event(sc.connection, ("reattached", "recreated"), deadline(RESTORE_S))
-                await sc.flow.settled(deadline(SETTLE_S))
-                evidence.note("events", [(e.kind, e.detail) for e in sc.connection.events])
-                evidence.note("restore_ms", (time.monotonic_ns() - started) / 1e6)
+                event = await send_through_a_cut(sc, proxy, evidence, cut_after=p["cut_after"], total=p["total"],
+                                                 blocking=p["blocking"], restore_s=deadline(RESTORE_S),
+                                                 settle_s=deadline(SETTLE_S))
                 assert event.kind == "reattached", f"the session was not reattached: {event.kind} {event.detail}"
                 problems += _check_replay(sc, proxy.wire_log, evidence)
 

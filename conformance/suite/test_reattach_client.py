@@ -13,13 +13,11 @@ for the stock client they are UNSUPPORTED.
 
 from __future__ import annotations
 
-import time
-
 from codec import ReattachSessionResponseMessage, SessionSendMessage
 from conformance.cases import Case, cases
 from conformance.clients import ClientUnderTest
 from conformance.evidence import CaseEvidence
-from conformance.faults import CutAfter, WireRecord
+from conformance.faults import WireRecord
 from conformance.plugin import Settings
 from conformance.targets import Target
 from conformance.verdicts import Indeterminate
@@ -31,7 +29,7 @@ from ._reattach_kit import (
     judged,
     proxied,
     run,
-    wait_event,
+    send_through_a_cut,
 )
 
 KIB = 1024
@@ -127,14 +125,9 @@ def test_client_replays_what_the_broker_missed(case: Case, cck_client: ClientUnd
             async with (judged(sc, cck_target.url, settings, evidence, quiet=deadline(QUIET_S),
                                timeout=deadline(SETTLE_S), problems=problems),
                         sc.connection):
-                proxy.add(CutAfter(p["cut_after"], channel=sc.channel))
-                started = time.monotonic_ns()
-                for _ in range(p["total"]):
-                    await sc.flow.send(p["blocking"])
-                event = await wait_event(sc.connection, ("reattached", "recreated"), deadline(RESTORE_S))
-                await sc.flow.settled(deadline(SETTLE_S))
-                evidence.note("events", [(e.kind, e.detail) for e in sc.connection.events])
-                evidence.note("restore_ms", (time.monotonic_ns() - started) / 1e6)
+                event = await send_through_a_cut(sc, proxy, evidence, cut_after=p["cut_after"], total=p["total"],
+                                                 blocking=p["blocking"], restore_s=deadline(RESTORE_S),
+                                                 settle_s=deadline(SETTLE_S))
                 problems += _judge_replay(list(proxy.wire_log), sc.channel, evidence)
                 assert event.kind == "reattached", (f"the broker kept the session but the client did not reattach: "
                                                     f"{event.kind} {event.detail}")
