@@ -16,12 +16,12 @@ import asyncio
 import contextlib
 import logging
 import socket
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from .._clock import monotonic_ms
 from .._multicast import open_multicast_receiver, open_multicast_sender
 from ..config import BroadcastGroup, BrokerConfig, ConfigError, DiscoveryGroup
 from ._discovery import (
@@ -46,10 +46,6 @@ LOG = logging.getLogger("reference.cluster")
 #: Called with every entry of the table when a node appeared or expired (Artemis's
 #: ``DiscoveryListener.connectorsChanged``).
 DiscoveryListener = Callable[[tuple[DiscoveryEntry, ...]], None]
-
-
-def monotonic_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
 
 
 def _connector_text(change: NodeFound | NodeExpired | ConnectorChanged | DiscoveryEntry) -> str:
