@@ -18,9 +18,7 @@ from ._logging import configure_logging
 from ._server import BrokerServer
 from .broker import BrokerCore, BrokerSettings, Queue
 from .broker._journal_storage import JournalStorage, open_journal
-from .cluster import UdpGroups
-from .cluster._bridge import cluster_role, start_cluster
-from .cluster._scale_down import scale_down
+from .cluster import UdpGroups, cluster_role, scale_down, start_cluster
 from .config import BrokerConfig, ConfigError, SecurityModel, default_config, load_config
 from .journal import JournalError
 

@@ -12,8 +12,8 @@ from typing import Any
 from codec import DiscoveryDatagram, encode_discovery
 from codec.scapy import ArtemisDiscovery
 from conformance.verdicts import NotObserved
-from reference._multicast import open_multicast_receiver
 from reference.client import Connector, connector_of
+from reference.discovery import open_multicast_receiver
 
 __all__ = ["BroadcastListener", "Heard"]
 

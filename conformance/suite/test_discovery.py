@@ -28,8 +28,8 @@ from conformance.oracles import check_schedule, expected_broadcast_schedule
 from conformance.plugin import Settings
 from conformance.targets import ClusterSpec, NodeSpec, Target, Topology
 from conformance.targets._base import ManagedTarget
-from reference._multicast import open_multicast_sender
 from reference.client import Connection, Connector, connect, connector_of
+from reference.discovery import open_multicast_sender
 
 from ._discovery_kit import BroadcastListener, Heard
 from ._restart_support import client_settings

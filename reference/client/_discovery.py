@@ -21,8 +21,7 @@ from typing import Any
 
 from codec import ExceptionType, TransportConfiguration
 
-from .._multicast import open_multicast_receiver
-from ..cluster import (
+from ..discovery import (
     ConnectorChanged,
     DiscoveryChange,
     DiscoveryTable,
@@ -30,6 +29,7 @@ from ..cluster import (
     NodeFound,
     SameNodeNewUniqueId,
     Sender,
+    open_multicast_receiver,
 )
 from ._errors import ConnectionFailed
 from ._locator import DEFAULT_PORT, Connector, DiscoveryEndpoint

@@ -1,75 +1,41 @@
-"""Clustering for the reference broker: UDP broadcast groups and discovery groups (notes §12).
+"""Clustering for the reference broker: broker.xml's broadcast and discovery groups over UDP (notes §12),
+cluster connections (bridges made with the kit's client) and scale-down.
 
-A sans-IO core with the time passed in (:class:`Broadcaster` says what to send and when,
-:class:`DiscoveryTable` turns received datagrams into typed changes; the kit client's ``udp://``
-receiver uses the same table) under a thin asyncio layer
+The sans-IO discovery core the groups run (:class:`~reference.discovery.Broadcaster`,
+:class:`~reference.discovery.DiscoveryTable`) and the multicast sockets are in :mod:`reference.discovery`,
+which the kit client's ``udp://`` receiver uses too; this package adds the asyncio layer for a broker
 (:class:`BroadcastEndpoint`, :class:`DiscoveryEndpoint`, all of a broker.xml's groups in
-:class:`UdpGroups`).  The datagrams are Artemis's byte for byte: the connectors are the
-TransportConfigurations Artemis builds from ``<connector>`` URIs
-(:func:`connector_transport_configuration`)::
+:class:`UdpGroups`)::
 
     groups = UdpGroups(config, node_id)      # ConfigError when a group cannot work
     await groups.start()                     # after the acceptor listens
     groups.discovery["dg"].subscribe(lambda entries: ...)   # a node appeared or expired
     await groups.stop()                      # before the acceptor closes
 
-The cluster connections (bridges made with the kit's client, which itself uses the discovery
-table, hence not imported here) are in ``reference.cluster._bridge``.
+and the cluster connections and scale-down on top of them::
 
-Sans-IO::
-
-    table = DiscoveryTable(own_node_id, refresh_timeout_ms=10_000)
-    for change in table.receive(data, ("10.0.0.5", 40123), now_ms):
-        match change:
-            case NodeFound(node_id, connector, sender): ...
-            case NodeExpired(node_id, connector, last_update_ms): ...
+    role = cluster_role(config, node_id)     # None: no cluster connection
+    manager = start_cluster(config, hooks, groups, own_url, flush)   # None: no cluster connection
+    await scale_down(config, core, server, groups)
 """
 
 from __future__ import annotations
 
-from ._discovery import (
-    INVM_CONNECTOR_FACTORY,
-    NETTY_CONNECTOR_FACTORY,
-    NETTY_CONNECTOR_KEYS,
-    Broadcaster,
-    ConnectorChanged,
-    DiscoveryChange,
-    DiscoveryEntry,
-    DiscoveryTable,
-    MalformedDatagram,
-    NodeExpired,
-    NodeFound,
-    SameNodeNewUniqueId,
-    Sender,
-    connector_transport_configuration,
-    java_hash_map_order,
-    notifies_listeners,
-)
+from ._bridge import ClusterManager, Peer, cluster_role, start_cluster
+from ._scale_down import scale_down
 from ._udp import BroadcastEndpoint, DiscoveryEndpoint, DiscoveryListener, UdpGroups, monotonic_ms
 
 __all__ = [
-    # sans-IO core
-    "Broadcaster",
-    "DiscoveryTable",
-    "DiscoveryEntry",
-    "DiscoveryChange",
-    "NodeFound",
-    "NodeExpired",
-    "ConnectorChanged",
-    "SameNodeNewUniqueId",
-    "MalformedDatagram",
-    "Sender",
-    "notifies_listeners",
-    # what a broadcast carries
-    "connector_transport_configuration",
-    "java_hash_map_order",
-    "NETTY_CONNECTOR_FACTORY",
-    "INVM_CONNECTOR_FACTORY",
-    "NETTY_CONNECTOR_KEYS",
-    # asyncio
+    # asyncio: a broker.xml's broadcast and discovery groups
     "UdpGroups",
     "BroadcastEndpoint",
     "DiscoveryEndpoint",
     "DiscoveryListener",
     "monotonic_ms",
+    # cluster connections and scale-down
+    "ClusterManager",
+    "Peer",
+    "cluster_role",
+    "start_cluster",
+    "scale_down",
 ]

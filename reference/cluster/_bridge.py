@@ -44,7 +44,7 @@ from ..client import (
     connector_of,
 )
 from ..config import BrokerConfig, ClusterConnection
-from ._discovery import DiscoveryEntry, connector_transport_configuration
+from ..discovery import DiscoveryEntry, connector_transport_configuration
 from ._udp import UdpGroups
 
 __all__ = ["Bridge", "ClusterManager", "Peer", "cluster_role", "identify", "retry_delays", "start_cluster"]

@@ -31,8 +31,8 @@ from ..broker._cluster import ROUTE_TO_KEY, SF_PREFIX, encode_ids, internal_addr
 from ..broker._model import MessageRef, Queue
 from ..client import BrokerRefused, ClientError, ClientSettings, Connection, Session, connect, connector_of
 from ..config import BrokerConfig
+from ..discovery import connector_transport_configuration
 from ._bridge import Peer, identify
-from ._discovery import connector_transport_configuration
 from ._udp import UdpGroups
 
 __all__ = ["scale_down"]

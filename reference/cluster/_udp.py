@@ -1,6 +1,7 @@
-"""The asyncio layer around :mod:`._discovery`: it owns the UDP sockets and the clock, nothing else.
+"""The broker's broadcast and discovery groups: the asyncio layer around :mod:`reference.discovery`'s
+sans-IO core.  It owns the UDP sockets and the clock, nothing else.
 
-Sockets come from :mod:`reference._multicast` (made as Artemis's ``UDPBroadcastEndpointFactory``
+Sockets come from :mod:`reference.discovery` (made as Artemis's ``UDPBroadcastEndpointFactory``
 makes them) and are handed to ``loop.create_datagram_endpoint``: the broadcaster's bound to
 ``local-bind-address``/``local-bind-port`` (the wildcard, an ephemeral port by default), the
 receiver's bound to the group and port and joined on ``local-bind-address`` (or any interface).
@@ -22,9 +23,8 @@ from types import MappingProxyType
 from typing import Any
 
 from .._clock import monotonic_ms
-from .._multicast import open_multicast_receiver, open_multicast_sender
 from ..config import BroadcastGroup, BrokerConfig, ConfigError, DiscoveryGroup
-from ._discovery import (
+from ..discovery import (
     Broadcaster,
     ConnectorChanged,
     DiscoveryChange,
@@ -37,6 +37,8 @@ from ._discovery import (
     Sender,
     connector_transport_configuration,
     notifies_listeners,
+    open_multicast_receiver,
+    open_multicast_sender,
 )
 
 __all__ = ["BroadcastEndpoint", "DiscoveryEndpoint", "DiscoveryListener", "UdpGroups", "monotonic_ms"]

@@ -23,7 +23,6 @@ from codec import (
     TransportParamType,
     encode_discovery,
 )
-from reference._multicast import open_multicast_sender
 from reference._server import BrokerServer
 from reference.broker import BrokerCore, BrokerSettings
 from reference.client import (
@@ -35,7 +34,7 @@ from reference.client import (
     parse_locator_url,
 )
 from reference.client._discovery import connector_of
-from reference.cluster import MalformedDatagram, NodeExpired, NodeFound, SameNodeNewUniqueId
+from reference.discovery import MalformedDatagram, NodeExpired, NodeFound, SameNodeNewUniqueId, open_multicast_sender
 
 GROUP = "231.7.7.7"
 LOOPBACK = "127.0.0.1"

@@ -24,26 +24,26 @@ from codec import (
     decode_discovery,
     encode_discovery,
 )
-from reference._multicast import open_multicast_receiver, open_multicast_sender
-from reference.cluster import (
+from reference.cluster import DiscoveryEndpoint, UdpGroups
+from reference.config import BroadcastGroup, BrokerConfig, ConfigError, Connector, DiscoveryGroup, parse_broker_xml
+from reference.discovery import (
     INVM_CONNECTOR_FACTORY,
     NETTY_CONNECTOR_FACTORY,
     Broadcaster,
     ConnectorChanged,
     DiscoveryChange,
-    DiscoveryEndpoint,
     DiscoveryEntry,
     DiscoveryTable,
     MalformedDatagram,
     NodeExpired,
     NodeFound,
     SameNodeNewUniqueId,
-    UdpGroups,
     connector_transport_configuration,
     java_hash_map_order,
     notifies_listeners,
+    open_multicast_receiver,
+    open_multicast_sender,
 )
-from reference.config import BroadcastGroup, BrokerConfig, ConfigError, Connector, DiscoveryGroup, parse_broker_xml
 
 from .conftest import start_reference_broker, stop_reference_broker
 
