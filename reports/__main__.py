@@ -61,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="the allure HTML report (OUT/allure/index.html): auto builds it when the pinned allure "
                              "is installed (python -m reports install-allure) and says why not otherwise; require "
                              "makes its absence an error; off skips it (default: auto)")
+    report.add_argument("--results-doc", type=Path, metavar="FILE",
+                        help="also write the current results (OUT/results.md) between the generated-results markers "
+                             "of FILE, e.g. docs/conformance-results.md; the rest of FILE is kept")
     report.add_argument("-q", "--quiet", action="store_true", help="print only the path of index.html")
     synth = commands.add_parser(
         "synth", help="write seeded synthetic evidence (histories with planted anomalies) for scale tests",
@@ -151,6 +154,8 @@ def _report(args: argparse.Namespace, progress: _Progress) -> int:
     if not args.evidence.is_dir():
         raise ReportError(f"{args.evidence}: evidence path is not a directory")
     _check_out(args.out)
+    if args.results_doc is not None and not args.results_doc.is_file():
+        raise ReportError(f"{args.results_doc}: --results-doc is not a file")
     conf = _conf(args.conf)
     try:
         import pyspark  # noqa: F401
@@ -171,7 +176,7 @@ def _report(args: argparse.Namespace, progress: _Progress) -> int:
         spark = spark_session(args.master, conf)
     try:
         result = build_report(spark, args.evidence, args.out, clauses=args.clause_table or CLAUSE_DIR,
-                              progress=progress, allure=args.allure)
+                              progress=progress, allure=args.allure, results_doc=args.results_doc)
     finally:
         spark.stop()
     progress.note(f"{result.runs} run(s), {result.quarantined} quarantined row(s), {result.seconds:.1f} s")

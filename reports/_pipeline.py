@@ -24,6 +24,7 @@ from ._coverage import CLAUSE_DIR, CLAUSE_STRUCT, clause_coverage, read_clause_t
 from ._errors import ReportError
 from ._ingest import extract, load, read_tables, write_quarantine
 from ._matrix import case_verdicts, conformance_matrix
+from ._results_doc import latest_results, results_markdown, splice
 from ._schema import SCHEMA_PATH, load_schema
 from ._site import ALLURE_DIR, AllureSection, CasePage, MatrixColumn, SiteData, TimingPlot, natural_key, render_site
 from ._svg import Attempt
@@ -41,6 +42,8 @@ ALLURE_PROBLEMS_SHOWN = 500
 #: ``require``: not being able to build it is an error; ``off``: do not build it.
 ALLURE_MODES = ("auto", "require", "off")
 PLOT_POINTS = 2000
+#: The current results as markdown, beside index.html (docs/conformance-results.md is spliced from it).
+RESULTS_FILE = "results.md"
 
 
 class Progress(Protocol):
@@ -197,9 +200,10 @@ def _allure_html(dirs: Sequence[Path], out: Path, mode: str, progress: Progress)
 
 def build_report(spark: SparkSession, evidence: Path, out: Path, *, clauses: Path = CLAUSE_DIR,
                  schema_path: Path = SCHEMA_PATH, progress: Progress | None = None,
-                 allure: str = "auto") -> ReportResult:
+                 allure: str = "auto", results_doc: Path | None = None) -> ReportResult:
     """Evidence under ``evidence`` -> Parquet under ``out/data``, the site under ``out`` and, as ``allure``
-    (one of :data:`ALLURE_MODES`) says, the allure HTML report under ``out/allure``."""
+    (one of :data:`ALLURE_MODES`) says, the allure HTML report under ``out/allure``; the current results as
+    markdown in ``out/results.md``, and spliced between the markers of ``results_doc`` when one is given."""
     if allure not in ALLURE_MODES:
         raise ReportError(f"allure mode {allure!r}: expected one of {', '.join(ALLURE_MODES)}")
     progress = progress or QuietProgress()
@@ -224,5 +228,12 @@ def build_report(spark: SparkSession, evidence: Path, out: Path, *, clauses: Pat
                              allure_note=allure_note)
     with progress.step("site"):
         index = render_site(data, out)
+    with progress.step("results"):
+        results = results_markdown(_dicts(latest_results(tables["case"], tables["run"]).collect()),
+                                   evidence=evidence.name or str(evidence))
+        (out / RESULTS_FILE).write_text(results, encoding="utf-8")
+        if results_doc is not None:
+            results_doc.write_text(splice(results_doc.read_text(encoding="utf-8"), results, name=str(results_doc)),
+                                   encoding="utf-8")
     return ReportResult(index=index, allure_index=allure_index, runs=rows["run"], rows=rows, quarantined=quarantined,
                         seconds=time.monotonic() - started)
