@@ -20,7 +20,7 @@ from conformance.cases import Case
 from conformance.clauses import CLAUSE_DIR, Clause, ClauseError, load_clauses
 from conformance.evidence import EvidenceWriter
 from conformance.evidence.schema import format_timestamp
-from conformance.targets import kit_version
+from conformance.targets import kit_version, launch_counts
 from conformance.verdicts import Verdict
 
 from ._allure import label_case, label_verdict
@@ -342,3 +342,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     terminalreporter.section("conformance verdicts")
     for line in summary_lines(state):
         terminalreporter.line(line)
+    launched = launch_counts()
+    if launched:  # most of a managed run's time goes to starting brokers: say how many it started
+        counted = ", ".join(f"{label} {n}" for label, n in sorted(launched.items()))
+        terminalreporter.line(f"processes launched: {counted}")

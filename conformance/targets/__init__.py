@@ -36,7 +36,7 @@ from ._base import (
 from ._config import TEMPLATE_DIR, EtcFiles, render_broker_xml, render_etc, write_etc
 from ._errors import NodeStartError, NodeStopError, TargetError, UnsupportedByTarget
 from ._factory import TARGET_KINDS, make_target
-from ._process import free_ports
+from ._process import free_ports, launch_counts
 from ._reference import REFERENCE_START_DEADLINE_S, ReferenceNode, ReferenceTarget, kit_version
 from ._topology import (
     PERMISSIONS,
@@ -70,6 +70,7 @@ __all__ = [
     "kit_version",
     "pinned_artemis_versions",
     "free_ports",
+    "launch_counts",
     # capabilities
     "CONTROL",
     "RESTART",

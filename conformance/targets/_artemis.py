@@ -19,6 +19,7 @@ from conformance.artemis.distribution import ArtemisError, Distribution, ensure_
 from ._base import STOP_DEADLINE_S, ManagedNode, ManagedTarget
 from ._config import write_etc
 from ._errors import NodeStartError, TargetError
+from ._process import count_launch
 from ._topology import NodeSpec, Topology
 
 __all__ = ["ARTEMIS_START_DEADLINE_S", "ArtemisNode", "ArtemisTarget", "pinned_artemis_versions"]
@@ -69,6 +70,7 @@ class _DistributionOnce:
 class ArtemisNode(ManagedNode):
     # AMQ221007 "Server is now active" (2.44.0) / "Server is now live" (2.28.0): the same message id
     ready = re.compile(r"AMQ221007")
+    launch_label = "artemis broker"
     # the JVM's shutdown hook stops the server on SIGTERM; the JVM then reports the signal (128 + 15)
     clean_exit_codes = frozenset({0, 143})
 
@@ -103,6 +105,7 @@ class ArtemisNode(ManagedNode):
             "--name", self.name, "--host", self.spec.host, "--default-port", str(self.spec.port),
             "--data", str(self.spec.data_dir),
         ]  # fmt: skip
+        count_launch("artemis create")
         try:
             created = subprocess.run(argv, capture_output=True, text=True, timeout=CREATE_DEADLINE_S, check=False,
                                      env=dict(os.environ, JAVA_ARGS=self.java_args), stdin=subprocess.DEVNULL)

@@ -106,6 +106,8 @@ class ManagedNode(Node):
     """A broker process the kit runs: subclasses say how to prepare, launch and recognise it."""
 
     ready: ClassVar[re.Pattern[str]]
+    #: what the run's count of launched processes calls this kind of broker
+    launch_label: ClassVar[str] = "broker"
     clean_exit_codes: ClassVar[frozenset[int]] = frozenset({0})
 
     def __init__(
@@ -160,7 +162,8 @@ class ManagedNode(Node):
             self._prepared = True
         argv = self._argv()
         process = BrokerProcess(argv if self.launcher is None else self.launcher(argv), ready=self.ready,
-                                log_file=self.log_file, tail=self._tail, cwd=self.node_dir, env=self._env())
+                                log_file=self.log_file, tail=self._tail, cwd=self.node_dir, env=self._env(),
+                                label=self.launch_label)
         self._process = process
         try:
             match = process.wait_ready(self.start_deadline_s)

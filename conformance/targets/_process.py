@@ -21,12 +21,27 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-__all__ = ["BrokerProcess", "ExitedEarly", "NotReady", "free_ports"]
+__all__ = ["BrokerProcess", "ExitedEarly", "NotReady", "count_launch", "free_ports", "launch_counts"]
 
 LOG_LINES_KEPT = 5000
 
 _running: set[BrokerProcess] = set()
 _running_lock = threading.Lock()
+# processes launched in this interpreter, by label: what a run spends most of its time on is starting
+# brokers (a JVM takes seconds), so the run reports how many it started
+_launched: collections.Counter[str] = collections.Counter()
+
+
+def launch_counts() -> dict[str, int]:
+    """How many broker processes (and helper runs such as ``artemis create``) this interpreter launched, by label."""
+    with _running_lock:
+        return dict(_launched)
+
+
+def count_launch(label: str) -> None:
+    """Count one launch of ``label`` (for processes not run as a :class:`BrokerProcess`)."""
+    with _running_lock:
+        _launched[label] += 1
 
 
 def free_ports(count: int, *, kind: int = socket.SOCK_STREAM, host: str = "127.0.0.1") -> list[int]:
@@ -69,6 +84,7 @@ class BrokerProcess:
         tail: collections.deque[str],
         cwd: Path | None = None,
         env: Mapping[str, str] | None = None,
+        label: str = "broker",
     ) -> None:
         self.argv = tuple(argv)
         self._ready_pattern = ready
@@ -93,6 +109,7 @@ class BrokerProcess:
             raise
         with _running_lock:
             _running.add(self)
+            _launched[label] += 1
         self._pump = threading.Thread(target=self._copy_output, name=f"log {self.argv[0]}", daemon=True)
         self._pump.start()
 

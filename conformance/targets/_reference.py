@@ -35,6 +35,7 @@ def kit_version() -> str:
 class ReferenceNode(ManagedNode):
     # printed once the acceptor is bound (reference/__main__.py)
     ready = re.compile(r"reference broker listening on (\S+):(\d+)")
+    launch_label = "reference broker"
 
     def __init__(self, spec: NodeSpec, topology: Topology, node_dir: Path, *, start_deadline_s: float,
                  stop_deadline_s: float, log_level: str) -> None:
