@@ -52,6 +52,8 @@ if str(_REPO_ROOT) not in sys.path:  # run as a script: make `conformance` impor
     sys.path.insert(0, str(_REPO_ROOT))
 
 BROKERS = ("reference", "artemis")
+#: With --baseline-tree: the reference broker of another checkout (an earlier build), run in the same rotation.
+BASELINE = "baseline"
 MODES = ("non-durable", "durable")
 CLIENTS = ("artemis", "kit")  # artemis perf client / the kit's Python client
 GOALS = {"non-durable": 0.5, "durable": 0.8}  # issue 3: reference/Artemis at least this
@@ -240,11 +242,13 @@ def _java_env(java_args: str | None) -> dict[str, str]:
 
 
 @contextmanager
-def reference_broker(data: Path) -> Iterator[str]:
-    """A fresh reference broker (journal in ``data``); yields its ``tcp://host:port``."""
+def reference_broker(data: Path, tree: Path = _REPO_ROOT) -> Iterator[str]:
+    """A fresh reference broker (journal in ``data``) of the checkout ``tree``; yields its ``tcp://host:port``."""
+    # PYTHONPATH=tree comes before the editable install's finder, so the tree's own code runs.
+    env = {**os.environ, "PYTHONPATH": str(tree)}
     process = subprocess.Popen(
         [sys.executable, "-m", "reference", "broker", "--port", "0", "--data", str(data), "--log-level", "warning"],
-        cwd=_REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     try:
         assert process.stderr is not None
@@ -400,9 +404,12 @@ class Report:
             return None
         return (max(rates) - min(rates)) / statistics.median(rates)
 
-    def ratio(self, mode: str, client: str = "artemis") -> float | None:
-        ref, art = self.median(mode, "reference", client), self.median(mode, "artemis", client)
+    def ratio(self, mode: str, client: str = "artemis", *, of: str = "reference") -> float | None:
+        ref, art = self.median(mode, of, client), self.median(mode, "artemis", client)
         return ref / art if ref is not None and art else None
+
+    def brokers(self) -> tuple[str, ...]:
+        return BROKERS + ((BASELINE,) if any(r.broker == BASELINE for r in self.runs) else ())
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -412,7 +419,9 @@ class Report:
                     "artemis_msgs_per_s": self.median(mode, "artemis", client),
                     "ratio_reference_over_artemis": self.ratio(mode, client),
                     "goal": GOALS[mode],
-                }
+                } | ({"baseline_msgs_per_s": self.median(mode, BASELINE, client),
+                      "ratio_baseline_over_artemis": self.ratio(mode, client, of=BASELINE)}
+                     if BASELINE in self.brokers() else {})
                 for mode in self.modes()
             }
             for client in self.clients()
@@ -441,13 +450,13 @@ def _machine() -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _order(repetition: int) -> tuple[str, ...]:
-    return BROKERS if repetition % 2 == 0 else tuple(reversed(BROKERS))
+def _order(repetition: int, brokers: tuple[str, ...]) -> tuple[str, ...]:
+    return brokers if repetition % 2 == 0 else tuple(reversed(brokers))
 
 
 def run_benchmark(
     settings: Settings, modes: Sequence[str], scratch: Path, *, keep_output: Path | None,
-    clients: Sequence[str] = CLIENTS,
+    clients: Sequence[str] = CLIENTS, baseline_tree: Path | None = None,
 ) -> Report:
     from conformance.artemis.distribution import ensure_distribution
 
@@ -468,17 +477,22 @@ def run_benchmark(
                  "journal_buffer_timeout_ns": instance.journal_buffer_timeout_ns,
                  "journal_datasync": instance.journal_datasync},
     )  # fmt: skip
-    total = settings.repetitions * len(modes) * len(BROKERS) * len(clients)
+    brokers = BROKERS + ((BASELINE,) if baseline_tree is not None else ())
+    if baseline_tree is not None:
+        report.settings["baseline_tree"] = str(baseline_tree)
+    total = settings.repetitions * len(modes) * len(brokers) * len(clients)
     done = 0
     for repetition in range(settings.repetitions):
         for client, mode in itertools.product(clients, modes):
-            for broker in _order(repetition):
+            for broker in _order(repetition, brokers):
                 done += 1
                 _log(f"run {done}/{total}: repetition {repetition + 1}, {client} client, {mode}, {broker} ...")
                 data = scratch / f"reference-data-{repetition}-{mode}"
                 started = time.monotonic()
                 durable = mode == "durable"
-                with reference_broker(data) if broker == "reference" else artemis_broker(instance) as url:
+                with (artemis_broker(instance) if broker == "artemis"
+                      else reference_broker(data, baseline_tree if broker == BASELINE and baseline_tree else _REPO_ROOT)
+                      ) as url:
                     if client == "artemis":
                         result, output = run_perf_client(home, url, durable=durable, settings=settings)
                     else:
@@ -509,17 +523,22 @@ def format_table(report: Report) -> str:
     lines = [
         f"broker throughput, msg/s received (median of {report.settings['repetitions']}; "
         f"± = (max-min)/median), {report.settings['message_size']}-byte messages, 1 producer + 1 consumer",
-        f"{'client':<8} {'mode':<12} {'reference':>16} {'artemis':>16} {'ref/artemis':>12} {'goal':>6}",
+        f"{'client':<8} {'mode':<12} {'reference':>16} {'artemis':>16} {'ref/artemis':>12} {'goal':>6}"
+        + (f" {'baseline':>16} {'base/artemis':>12}" if BASELINE in report.brokers() else ""),
     ]
     for client in report.clients():
         for mode in report.modes():
             cells = []
-            for broker in BROKERS:
+            for broker in report.brokers():
                 median, spread = report.median(mode, broker, client), report.spread(mode, broker, client)
                 cells.append("-" if median is None else f"{median:,.0f} ±{(spread or 0) * 100:.0f}%")
             ratio = report.ratio(mode, client)
             ratio_text = "-" if ratio is None else f"{ratio:.2f}x"
-            lines.append(f"{client:<8} {mode:<12} {cells[0]:>16} {cells[1]:>16} {ratio_text:>12} {GOALS[mode]:>5}x")
+            line = f"{client:<8} {mode:<12} {cells[0]:>16} {cells[1]:>16} {ratio_text:>12} {GOALS[mode]:>5}x"
+            if BASELINE in report.brokers():
+                base = report.ratio(mode, client, of=BASELINE)
+                line += f" {cells[2]:>16} {'-' if base is None else f'{base:.2f}x':>12}"
+            lines.append(line)
     lines.append(
         f"Artemis journal: {report.artemis['journal_type']} "
         f"(journal-buffer-timeout {report.artemis['journal_buffer_timeout_ns']} ns); "
@@ -553,7 +572,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=None, help="parent of the scratch folder (data dirs, instance)")
     parser.add_argument("--keep-output", type=Path, default=None, help="save each perf client output in this folder")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument("--baseline-tree", type=Path, default=None, metavar="DIR",
+                        help="also run the reference broker of this checkout (e.g. `git worktree add DIR REV`) in the "
+                             "same rotation: before/after builds side by side against the same Artemis runs")
     args = parser.parse_args(argv)
+    if args.baseline_tree is not None and not (args.baseline_tree / "reference" / "__main__.py").is_file():
+        parser.error(f"--baseline-tree {args.baseline_tree}: no reference/__main__.py there (not a kit checkout)")
     if args.quick:
         args.repetitions, args.duration, args.warmup = 1, 4, 2
     settings = Settings(
@@ -564,7 +588,8 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="broker-bench-", dir=args.dir))
     try:
         clients = list(CLIENTS) if args.client == "both" else [args.client]
-        report = run_benchmark(settings, modes, scratch, keep_output=args.keep_output, clients=clients)
+        report = run_benchmark(settings, modes, scratch, keep_output=args.keep_output, clients=clients,
+                               baseline_tree=args.baseline_tree.resolve() if args.baseline_tree else None)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(format_table(report))

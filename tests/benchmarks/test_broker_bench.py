@@ -132,6 +132,25 @@ def test_medians_ratios_and_table(tmp_path: Path) -> None:
     assert "1.25x" in table
 
 
+def test_baseline_build_gets_its_own_column_and_ratio() -> None:
+    report = Report(settings={"repetitions": 1, "message_size": 1024}, machine={}, artemis={"journal_type": "NIO",
+                    "journal_buffer_timeout_ns": 1000})  # fmt: skip
+    report.runs += [_record("durable", "reference", 9.0), _record("durable", "artemis", 10.0),
+                    _record("durable", broker_bench.BASELINE, 8.0)]
+    assert report.brokers() == ("reference", "artemis", broker_bench.BASELINE)
+    assert report.ratio("durable", of=broker_bench.BASELINE) == pytest.approx(0.8)
+    assert report.summary()["artemis"]["durable"]["ratio_baseline_over_artemis"] == pytest.approx(0.8)
+    table = broker_bench.format_table(report)
+    assert "0.90x" in table
+    assert "0.80x" in table
+
+
+def test_baseline_tree_must_be_a_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        broker_bench.main(["--baseline-tree", str(tmp_path)])
+    assert "not a kit checkout" in capsys.readouterr().err
+
+
 def test_kit_client_output_reads_as_perf_client_output() -> None:
     from benchmarks.kit_perf_client import Plan, format_perf_output
 
