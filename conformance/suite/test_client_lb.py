@@ -20,8 +20,7 @@ from conformance.cases import Case, cases
 from conformance.clients import ClientUnderTest
 from conformance.evidence import CaseEvidence
 from conformance.plugin import Settings
-from conformance.targets import Target, Topology, make_target
-from conformance.targets._base import ManagedTarget
+from conformance.targets import ManagedTarget, Target, Topology, make_target
 from conformance.verdicts import Indeterminate, Unsupported
 from reference.client import (
     FIRST_ELEMENT,

@@ -20,8 +20,7 @@ from codec import RoutingType
 from conformance.cases import Case, cases
 from conformance.evidence import CaseEvidence
 from conformance.plugin import Settings
-from conformance.targets import ClusterSpec, SecuritySpec, Topology, User
-from conformance.targets._topology import AddressSetting
+from conformance.targets import AddressSetting, ClusterSpec, SecuritySpec, Topology, User
 from reference.client import Connector, Consumer, connect, connector_of
 
 from ._cluster_kit import (

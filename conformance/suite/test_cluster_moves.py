@@ -26,8 +26,7 @@ from conformance.cases import Case, cases
 from conformance.evidence import CaseEvidence
 from conformance.faults import FaultProxy
 from conformance.plugin import Settings
-from conformance.targets import ClusterSpec, ManagedTarget, Topology
-from conformance.targets._topology import AddressSetting, ScaleDownSpec
+from conformance.targets import AddressSetting, ClusterSpec, ManagedTarget, ScaleDownSpec, Topology
 from reference.client import Connector, Consumer, connect, connector_of
 
 from ._cluster_kit import (

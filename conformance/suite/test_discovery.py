@@ -26,8 +26,7 @@ from conformance.clients import ClientUnderTest
 from conformance.evidence import CaseEvidence
 from conformance.oracles import check_schedule, expected_broadcast_schedule
 from conformance.plugin import Settings
-from conformance.targets import ClusterSpec, NodeSpec, Target, Topology
-from conformance.targets._base import ManagedTarget
+from conformance.targets import ClusterSpec, ManagedTarget, NodeSpec, Target, Topology
 from reference.client import Connection, Connector, connect, connector_of
 from reference.discovery import open_multicast_sender
 

@@ -16,8 +16,7 @@ from codec import RoutingType
 from conformance.cases import Case, cases
 from conformance.evidence import CaseEvidence
 from conformance.plugin import Settings
-from conformance.targets import ClusterSpec, Topology
-from conformance.targets._netns import netns_unavailable
+from conformance.targets import ClusterSpec, Topology, netns_unavailable
 from conformance.verdicts import unsupported
 from reference.client import connect, connector_of
 

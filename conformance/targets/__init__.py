@@ -36,6 +36,7 @@ from ._base import (
 from ._config import TEMPLATE_DIR, EtcFiles, render_broker_xml, render_etc, write_etc
 from ._errors import NodeStartError, NodeStopError, TargetError, UnsupportedByTarget
 from ._factory import TARGET_KINDS, make_target
+from ._netns import netns_unavailable
 from ._process import free_ports, launch_counts
 from ._reference import REFERENCE_START_DEADLINE_S, ReferenceNode, ReferenceTarget, kit_version
 from ._topology import (
@@ -45,6 +46,7 @@ from ._topology import (
     ClusterSpec,
     NodeSpec,
     QueueSpec,
+    ScaleDownSpec,
     SecurityRule,
     SecuritySpec,
     Topology,
@@ -71,6 +73,7 @@ __all__ = [
     "pinned_artemis_versions",
     "free_ports",
     "launch_counts",
+    "netns_unavailable",
     # capabilities
     "CONTROL",
     "RESTART",
@@ -93,6 +96,7 @@ __all__ = [
     "QueueSpec",
     "AddressSetting",
     "ClusterSpec",
+    "ScaleDownSpec",
     # configuration files
     "TEMPLATE_DIR",
     "EtcFiles",
