@@ -1,7 +1,8 @@
 """Clause coverage: which clauses of the clause table the evidence's cases check.
 
-The clause table is ``conformance/clauses/*.toml`` (one ``[[clause]]`` array per group file), read here
-with ``tomllib`` (the ``conformance`` package is never imported).  Coverage is of the *evidence read*: a
+The clause table is ``conformance/clauses/*.toml`` (one ``[[clause]]`` array per group file), read with the
+kit's own loader, :mod:`conformance.clauses` (standard library only; with the evidence schema, the only parts
+of ``conformance`` that ``reports`` imports).  Coverage is of the *evidence read*: a
 clause "has no case" when no case record in any run cites it, so a report over a partial run (``--case``)
 shows the clauses that run left out.
 
@@ -14,20 +15,18 @@ verdict other than UNSUPPORTED and KIT_ERROR (a case the kit erred in exercised 
 
 from __future__ import annotations
 
-import tomllib
-from pathlib import Path
+from importlib.resources.abc import Traversable
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StringType, StructField, StructType
 
+from conformance.clauses import CLAUSE_DIR, ClauseError, load_clauses
+
 from ._errors import ReportError
 
 __all__ = ["CLAUSE_DIR", "CLAUSE_STRUCT", "read_clause_table", "clause_coverage"]
-
-#: The kit's clause table, beside ``reports/``.
-CLAUSE_DIR = Path(__file__).resolve().parent.parent / "conformance" / "clauses"
 
 CLAUSE_STRUCT = StructType([
     StructField("clause_id", StringType(), False),
@@ -37,21 +36,14 @@ CLAUSE_STRUCT = StructType([
 ])
 
 
-def read_clause_table(directory: Path = CLAUSE_DIR) -> list[tuple[Any, ...]]:
-    """Rows of :data:`CLAUSE_STRUCT`, one per ``[[clause]]`` of every ``*.toml`` in ``directory``."""
-    if not directory.is_dir():
-        raise ReportError(f"{directory}: clause table directory does not exist")
-    rows: list[tuple[Any, ...]] = []
-    for path in sorted(directory.glob("*.toml")):
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise ReportError(f"{path}: not readable TOML: {exc}") from None
-        for number, entry in enumerate(data.get("clause", []), start=1):
-            if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
-                raise ReportError(f"{path}: clause #{number} has no id")
-            rows.append((entry["id"], str(entry.get("level", "")), path.stem, "implementation" in entry))
-    return rows
+def read_clause_table(directory: Traversable = CLAUSE_DIR) -> list[tuple[Any, ...]]:
+    """Rows of :data:`CLAUSE_STRUCT`, one per ``[[clause]]`` of every ``*.toml`` in ``directory`` (a
+    :class:`~pathlib.Path`; default: the kit's table, :data:`conformance.clauses.CLAUSE_DIR`)."""
+    try:
+        table = load_clauses(directory)
+    except ClauseError as exc:
+        raise ReportError(str(exc)) from None
+    return [(c.id, c.level, c.group, c.disagreement) for c in table.values()]
 
 
 def clause_coverage(clauses: DataFrame, cases: DataFrame) -> DataFrame:

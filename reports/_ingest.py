@@ -35,7 +35,7 @@ from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from ._allure import ALLURE_STRUCT, RESULT_SUFFIX, parse_allure_file
 from ._errors import EvidenceError, SchemaVersionError
-from ._schema import EvidenceSchema, FieldSpec, load_schema
+from ._schema import EvidenceSchema, FieldSpec
 
 __all__ = [
     "QUARANTINE_STRUCT",
@@ -146,19 +146,10 @@ def parse_line(raw: bytes, kind: str, fields: tuple[FieldSpec, ...], schema: Evi
     return parse_record(record, kind, fields, schema, run_id)
 
 
-_SCHEMAS: dict[str, EvidenceSchema] = {}
-
-
-def _schema_at(path: str) -> EvidenceSchema:
-    """The schema module, loaded once per Python worker (executors load it by path, like the driver)."""
-    if path not in _SCHEMAS:
-        _SCHEMAS[path] = load_schema(Path(path))
-    return _SCHEMAS[path]
-
-
-def parse_file(run_file: RunFile, schema_path: str) -> Iterator[tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]]:
-    """Every line of one evidence file as (row, None) or (None, quarantine row); runs on the executors."""
-    schema = _schema_at(schema_path)
+def parse_file(run_file: RunFile,
+               schema: EvidenceSchema) -> Iterator[tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]]:
+    """Every line of one evidence file as (row, None) or (None, quarantine row); runs on the executors (the
+    schema travels with the task; its ``validate`` by reference to the schema module, imported there)."""
     fields = schema.records[run_file.kind]
     with open(run_file.path, "rb") as lines:
         for number, raw in enumerate(lines, start=1):
@@ -253,10 +244,9 @@ def extract(spark: SparkSession, evidence: Path, schema: EvidenceSchema) -> Extr
     persisted: list[DataFrame] = []
     quarantines: list[DataFrame] = [spark.createDataFrame(
         [(q.file, q.line, q.run_id, q.kind, q.reason) for q in refused], QUARANTINE_STRUCT)]
-    schema_path = str(schema.path)
     context = spark.sparkContext
     parsers: dict[str, tuple[StructType, _Parser]] = {
-        kind: (schema.struct(kind), lambda f: parse_file(f, schema_path)) for kind in schema.records if kind != "run"}
+        kind: (schema.struct(kind), lambda f: parse_file(f, schema)) for kind in schema.records if kind != "run"}
     parsers["allure"] = (ALLURE_STRUCT, lambda f: parse_allure_file(f.path, f.relative, f.run_id, f.target))
     for kind, (struct, parse) in parsers.items():
         mine = [f for f in files if f.kind == kind]

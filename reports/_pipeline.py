@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,7 +26,7 @@ from ._errors import ReportError
 from ._ingest import extract, load, read_tables, write_quarantine
 from ._matrix import case_verdicts, conformance_matrix
 from ._results_doc import latest_results, results_markdown, splice
-from ._schema import SCHEMA_PATH, load_schema
+from ._schema import load_schema
 from ._site import ALLURE_DIR, AllureSection, CasePage, MatrixColumn, SiteData, TimingPlot, natural_key, render_site
 from ._svg import Attempt
 from ._timing import timing_attempts, timing_outliers, timing_summary
@@ -115,7 +116,7 @@ def _case_pages(matrix: Sequence[Mapping[str, Any]], tables: Mapping[str, DataFr
     return pages
 
 
-def collect_site_data(spark: SparkSession, tables: Mapping[str, DataFrame], clauses: Path, *, evidence: str,
+def collect_site_data(spark: SparkSession, tables: Mapping[str, DataFrame], clauses: Traversable, *, evidence: str,
                       quarantine: Path, quarantine_count: int, progress: Progress,
                       wire_shown: int = 200, allure_report: str | None = None,
                       allure_note: str | None = None) -> SiteData:
@@ -198,8 +199,8 @@ def _allure_html(dirs: Sequence[Path], out: Path, mode: str, progress: Progress)
             return None, f"failed: {exc}"
 
 
-def build_report(spark: SparkSession, evidence: Path, out: Path, *, clauses: Path = CLAUSE_DIR,
-                 schema_path: Path = SCHEMA_PATH, progress: Progress | None = None,
+def build_report(spark: SparkSession, evidence: Path, out: Path, *, clauses: Traversable = CLAUSE_DIR,
+                 progress: Progress | None = None,
                  allure: str = "auto", results_doc: Path | None = None) -> ReportResult:
     """Evidence under ``evidence`` -> Parquet under ``out/data``, the site under ``out`` and, as ``allure``
     (one of :data:`ALLURE_MODES`) says, the allure HTML report under ``out/allure``; the current results as
@@ -208,7 +209,7 @@ def build_report(spark: SparkSession, evidence: Path, out: Path, *, clauses: Pat
         raise ReportError(f"allure mode {allure!r}: expected one of {', '.join(ALLURE_MODES)}")
     progress = progress or QuietProgress()
     started = time.monotonic()
-    schema = load_schema(schema_path)
+    schema = load_schema()
     with progress.step(f"ingest {evidence}"):
         extracted = extract(spark, evidence, schema)
         progress.note(f"{extracted.run_count} run(s) read, {len(extracted.runs_quarantined)} refused")

@@ -1,9 +1,9 @@
 """The evidence schema as Spark sees it: explicit ``StructType``\\ s derived from the kit's field tables.
 
-The field tables live in ``conformance/evidence/schema.py`` (standard library only).  This module loads
-that file *by path* (``importlib.util.spec_from_file_location``) so that ``reports`` never imports the
-``conformance`` package, checks that its ``SCHEMA_VERSION`` is the one this pipeline reads, and maps
-each field type to a Spark type:
+The field tables live in :mod:`conformance.evidence.schema` (standard library only): one of the two
+modules of ``conformance`` that ``reports`` imports (with :mod:`conformance.clauses`; nothing else of the
+kit, ``tests/test_boundaries.py`` holds it to that).  This module checks that its ``SCHEMA_VERSION`` is the
+one this pipeline reads and maps each field type to a Spark type:
 
 =========  ==================  =========================================
 evidence   Spark               note
@@ -23,7 +23,6 @@ partitioned by ``run_id`` and ``target``, and every job groups by target.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,11 +41,12 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from conformance.evidence import schema as evidence_schema
+
 from ._errors import ReportError, SchemaVersionError
 
 __all__ = [
     "READ_VERSION",
-    "SCHEMA_PATH",
     "SPARK_TYPES",
     "FieldSpec",
     "EvidenceSchema",
@@ -56,9 +56,6 @@ __all__ = [
 
 #: The evidence schema version this pipeline reads.
 READ_VERSION = 1
-
-#: The kit's schema module, beside ``reports/`` in a checkout and in an installed wheel alike.
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "conformance" / "evidence" / "schema.py"
 
 #: Evidence field type -> Spark type.  ``json`` stays text: its shape differs per row.
 SPARK_TYPES: Mapping[str, DataType] = {
@@ -88,7 +85,8 @@ class FieldSpec:
 class EvidenceSchema:
     """The parts of the schema module the pipeline uses, typed."""
 
-    path: Path
+    #: The schema module's name (``conformance.evidence.schema``).
+    module: str
     version: int
     records: Mapping[str, tuple[FieldSpec, ...]]
     files: Mapping[str, str]
@@ -108,31 +106,20 @@ def struct_for(fields: tuple[FieldSpec, ...]) -> StructType:
     return StructType(columns)
 
 
-def _load_module(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_cck_evidence_schema", path)
-    if spec is None or spec.loader is None:
-        raise ReportError(f"{path}: cannot be loaded as the evidence schema module")
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except (OSError, SyntaxError) as exc:
-        raise ReportError(f"{path}: cannot be loaded as the evidence schema module: {exc}") from None
-    return module
-
-
-def load_schema(path: Path = SCHEMA_PATH) -> EvidenceSchema:
-    """Load the schema module at ``path`` and check it is the version this pipeline reads."""
-    module = _load_module(path)
+def load_schema(module: ModuleType = evidence_schema) -> EvidenceSchema:
+    """The schema module's field tables, checked to be of the version this pipeline reads."""
+    where = Path(module.__file__) if module.__file__ else Path(module.__name__)
     version = getattr(module, "SCHEMA_VERSION", None)
     if version != READ_VERSION:
-        raise SchemaVersionError(path, version, READ_VERSION)
+        raise SchemaVersionError(where, version, READ_VERSION)
     types = tuple(getattr(module, "TYPES", ()))
     unknown = sorted(set(types) - set(SPARK_TYPES))
     if unknown:
-        raise ReportError(f"{path}: field type(s) {', '.join(unknown)} have no Spark type in reports/_schema.py")
+        raise ReportError(f"{where}: field type(s) {', '.join(unknown)} have no Spark type in reports/_schema.py")
     records = {
         kind: tuple(FieldSpec(f.name, f.type, bool(f.nullable)) for f in fields)
         for kind, fields in module.RECORDS.items()
     }
     validate: Callable[[Mapping[str, Any], str], list[str]] = module.validate
-    return EvidenceSchema(path=path, version=version, records=records, files=dict(module.FILES), validate=validate)
+    return EvidenceSchema(module=module.__name__, version=version, records=records, files=dict(module.FILES),
+                          validate=validate)

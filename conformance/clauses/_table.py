@@ -1,11 +1,16 @@
-"""Loading the clause table from ``conformance/clauses/*.toml`` (one file per case group)."""
+"""Loading the clause table from ``conformance/clauses/*.toml`` (one file per case group).
+
+Standard library only: ``reports`` imports this package (the one part of ``conformance`` besides the evidence
+schema it may import; ``tests/test_boundaries.py`` holds it to that).  The kit's own table is package data,
+read through :mod:`importlib.resources`, so an installed wheel reads it the same way as a checkout."""
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from typing import Any, Literal
 
 __all__ = ["Clause", "ClauseError", "Level", "LEVELS", "CLAUSE_DIR", "load_clauses", "is_url"]
@@ -13,8 +18,8 @@ __all__ = ["Clause", "ClauseError", "Level", "LEVELS", "CLAUSE_DIR", "load_claus
 Level = Literal["MUST", "SHOULD", "MAY"]
 LEVELS: tuple[Level, ...] = ("MUST", "SHOULD", "MAY")
 
-#: The kit's own clause table: every ``*.toml`` beside this module.
-CLAUSE_DIR = Path(__file__).resolve().parent
+#: The kit's own clause table: every ``*.toml`` of this package's data.
+CLAUSE_DIR: Traversable = files(__package__ or "conformance.clauses")
 
 _REQUIRED = ("id", "level", "source", "text")
 _OPTIONAL = ("implementation", "implementation_source")
@@ -36,12 +41,17 @@ class Clause:
     implementation: str | None = None
     implementation_source: str | None = None
     #: The file the clause came from, for messages.
-    file: Path | None = None
+    file: Traversable | None = None
 
     @property
     def disagreement(self) -> bool:
         """Whether the implementation and the documents disagree on this clause (cases then say which they check)."""
         return self.implementation is not None
+
+    @property
+    def group(self) -> str:
+        """The case group: the name of the file the clause came from, without ``.toml`` ("" when unknown)."""
+        return self.file.name.removesuffix(".toml") if self.file is not None else ""
 
     @property
     def lenient(self) -> bool:
@@ -53,7 +63,7 @@ def is_url(text: str) -> bool:
     return text.startswith(("http://", "https://"))
 
 
-def _clause(path: Path, index: int, entry: Any) -> Clause:
+def _clause(path: Traversable, index: int, entry: Any) -> Clause:
     where = f"{path.name}: clause #{index + 1}"
     if not isinstance(entry, dict):
         raise ClauseError(f"{where}: a [[clause]] table is expected, got {type(entry).__name__}")
@@ -78,8 +88,8 @@ def _clause(path: Path, index: int, entry: Any) -> Clause:
                   implementation_source=entry.get("implementation_source"), file=path)
 
 
-def load_clauses(directory: Path | None = None) -> Mapping[str, Clause]:
-    """Every clause of every ``*.toml`` in ``directory`` (default: the kit's table), by ID.
+def load_clauses(directory: Traversable | None = None) -> Mapping[str, Clause]:
+    """Every clause of every ``*.toml`` in ``directory`` (a :class:`~pathlib.Path`; default: the kit's table), by ID.
 
     Raises :class:`ClauseError` for unreadable TOML, a missing or empty field, a bad level, an unknown
     field, or an ID defined twice (naming both files)."""
@@ -87,7 +97,7 @@ def load_clauses(directory: Path | None = None) -> Mapping[str, Clause]:
     if not directory.is_dir():
         raise ClauseError(f"clause table {directory}: not a directory")
     table: dict[str, Clause] = {}
-    for path in sorted(directory.glob("*.toml")):
+    for path in sorted((p for p in directory.iterdir() if p.name.endswith(".toml")), key=lambda p: p.name):
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

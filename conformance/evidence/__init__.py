@@ -1,6 +1,8 @@
 """Evidence of a conformance run: what each case records (:class:`CaseEvidence`) and the versioned JSON Lines
-it is written as (:mod:`conformance.evidence.schema`, which ``reports/`` reads by file path without importing
-``conformance``; :class:`EvidenceWriter` writes it)."""
+it is written as (:mod:`conformance.evidence.schema`; :class:`EvidenceWriter` writes it).
+
+Standard library only, all of it: ``reports/`` imports :mod:`conformance.evidence.schema` (and so this
+package), the one part of ``conformance`` besides :mod:`conformance.clauses` it may import."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The evidence schema: the records a conformance run writes, as field tables, and a validator.
 
-STANDARD LIBRARY ONLY, and no imports from ``conformance``: ``reports/`` loads this file by path
-(``importlib.util.spec_from_file_location``) so the report pipeline never imports the kit.
+STANDARD LIBRARY ONLY, and no imports from ``conformance``: ``reports/`` imports this module (with
+:mod:`conformance.clauses`, the only parts of ``conformance`` it may import; ``tests/test_boundaries.py``
+holds it to that), so the report pipeline reads the schema the kit writes without importing the kit.
 
 Layout of one run (``<evidence-dir>/<run-id>/``)::
 
@@ -24,8 +25,8 @@ Version policy: adding a nullable field keeps SCHEMA_VERSION; removing or renami
 its type or making it non-nullable increments it.  Readers should ignore fields they do not know.
 """
 
-# No ``from __future__ import annotations``: with string annotations, dataclasses look the module up in
-# sys.modules, which a module loaded by path (spec_from_file_location + exec_module) need not be in.
+from __future__ import annotations
+
 import json
 import math
 from collections.abc import Mapping

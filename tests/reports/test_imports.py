@@ -1,0 +1,43 @@
+"""What importing ``reports`` loads of the kit: the evidence schema and the clause table, nothing else of
+``conformance`` (design.md §2; ``tests/test_boundaries.py`` checks the same from the source)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark is installed only in the `reports` tox env")
+
+import reports
+
+#: The subpackages of ``conformance`` that ``reports`` may load (standard library only).
+ALLOWED = ("conformance.evidence", "conformance.clauses")
+
+PROGRAM = """
+import importlib, json, pkgutil, sys
+import reports
+for info in pkgutil.iter_modules(reports.__path__, "reports."):
+    importlib.import_module(info.name)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _loaded() -> list[str]:
+    root = Path(reports.__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, check=True, cwd=root,
+                          timeout=120)
+    modules: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return modules
+
+
+def test_importing_every_reports_module_loads_only_the_schema_and_the_clause_table_of_the_kit() -> None:
+    loaded = _loaded()
+    expected = {"reports._pipeline", "reports._coverage", "conformance.evidence.schema", "conformance.clauses"}
+    assert expected <= set(loaded)
+    kit = [m for m in loaded if m.split(".")[0] in ("conformance", "reference", "codec")]
+    beyond = [m for m in kit if m != "conformance" and not any(m == a or m.startswith(a + ".") for a in ALLOWED)]
+    assert not beyond, f"importing reports loads {beyond}"
