@@ -16,8 +16,7 @@ from codec import RoutingType as WireRoutingType
 
 from ._logging import configure_logging
 from ._server import BrokerServer
-from .broker import BrokerCore, BrokerSettings, Queue
-from .broker._journal_storage import JournalStorage, open_journal
+from .broker import BrokerCore, BrokerSettings, JournalStorage, Queue, open_journal
 from .cluster import UdpGroups, cluster_role, scale_down, start_cluster
 from .config import BrokerConfig, ConfigError, SecurityModel, default_config, load_config
 from .journal import JournalError
@@ -86,7 +85,7 @@ async def _run(args: argparse.Namespace) -> int:
     await server.start()
     await udp_groups.start()
     own_host = f"[{host}]" if ":" in host else host
-    cluster = start_cluster(config, core.session.cluster, udp_groups, f"tcp://{own_host}:{server.bound_port}",
+    cluster = start_cluster(config, core.cluster, udp_groups, f"tcp://{own_host}:{server.bound_port}",
                             server.poke)
     print(f"reference broker listening on {host}:{server.bound_port}", file=sys.stderr, flush=True)
     await stop.wait()
@@ -114,9 +113,9 @@ def broker_settings(config: BrokerConfig, node_id: str) -> BrokerSettings:
         auto_create_addresses=everything.auto_create_addresses,
         default_routing_type=int(WireRoutingType[everything.default_address_routing_type.value]),
         connection_ttl_override_ms=config.connection_ttl_override,
-        ttl_check_interval_s=config.connection_ttl_check_interval / 1000,
+        ttl_check_interval_ms=config.connection_ttl_check_interval,
         transaction_timeout_s=config.transaction_timeout // 1000,
-        transaction_timeout_scan_s=config.transaction_timeout_scan_period / 1000,
+        transaction_timeout_scan_ms=config.transaction_timeout_scan_period,
     )
 
 
@@ -130,7 +129,7 @@ def _declare_addresses(core: BrokerCore, config: BrokerConfig) -> None:
                   purge_on_no_consumers=q.purge_on_no_consumers)
             for q in address.queues
         ]
-        for problem in core.session.define(address.name, types, queues):
+        for problem in core.define(address.name, types, queues):
             LOG.warning("configured queue not created", extra={"detail": problem})
 
 

@@ -1,6 +1,7 @@
 """The asyncio transport around :class:`~reference.broker.BrokerCore`.
 
-It owns the sockets and the clock and nothing else.  Bytes that arrive in one
+It owns the sockets and the clock and nothing else: it passes the core monotonic
+milliseconds (``reference._clock.monotonic_ms``), and the core's deadlines are in them.  Bytes that arrive in one
 event-loop iteration are all fed to the core first; then one ``flush`` takes
 the replies (a *batch*) and the storage is made durable before they are
 written, so no client hears "done" for something a crash could still lose.
@@ -39,12 +40,12 @@ import asyncio
 import functools
 import itertools
 import logging
-import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
+from ._clock import monotonic_ms
 from .broker import BrokerCore
 
 __all__ = ["BrokerServer", "GroupCommit", "SyncInProgress"]
@@ -107,7 +108,7 @@ class BrokerServer:
         port: int = 61616,
         *,
         group_commit: GroupCommit | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], int] = monotonic_ms,
     ) -> None:
         self.core = core
         self.host = host
@@ -194,7 +195,7 @@ class BrokerServer:
 
     def poke(self) -> None:
         """Something changed the core from outside a connection (a cluster bridge): deliver and write."""
-        self.core.session.deliver_all()
+        self.core.deliver_all()
         self._schedule_flush()
 
     # ---------------------------------------------------------------- output
@@ -318,7 +319,7 @@ class BrokerServer:
             return
         if self._timer is not None:
             self._timer.cancel()
-        delay = max(0.0, self.core.next_deadline() - self.clock())
+        delay = max(0, self.core.next_deadline() - self.clock()) / 1000
         self._timer = self._loop.call_later(delay, self._on_timer)
 
     def _on_timer(self) -> None:

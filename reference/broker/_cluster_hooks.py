@@ -1,5 +1,6 @@
-"""Where the cluster meets the session handlers: routing through remote bindings, bridged messages,
-notifications out, what the bridges heard in, and the management request for a node's state.
+"""Where the cluster meets the delivery engine: routing through remote bindings, bridged messages,
+notifications out, what the bridges heard in, redistribution, and the management request for a
+node's state.
 
 Everything here runs inside the sans-IO core; the asyncio bridges call :meth:`ClusterHooks.node_up`,
 :meth:`ClusterHooks.node_down` and :meth:`ClusterHooks.heard`, then let the transport flush.
@@ -11,7 +12,7 @@ import dataclasses
 import json
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from codec import (
@@ -40,11 +41,16 @@ from ._cluster import (
     internal_address,
 )
 from ._errors import BrokerError
-from ._model import Queue
+from ._model import PostOffice, Queue
+from ._storage import Storage
+from ._time import CoreTime
 
 if TYPE_CHECKING:
+    from ._engine import DeliveryEngine
     from ._session import Session
-    from ._session_handlers import SessionHandlers
+
+#: told when a node joins the cluster (the core tells the clients that subscribed to the topology)
+MemberJoined = Callable[[str, TransportConfiguration | None], None]
 
 __all__ = ["ClusterHooks", "bridge_dup_id", "forwardable"]
 
@@ -75,10 +81,18 @@ def forwardable(message: CoreMessage, sf_queue: str, node_id: str) -> CoreMessag
 
 
 class ClusterHooks:
-    def __init__(self, sessions: SessionHandlers, role: ClusterRole) -> None:
-        self.sessions = sessions
+    """The cluster's side of routing and delivery.  ``engine`` enqueues and delivers what the cluster
+    decides; ``post_office`` is read for queues and message IDs (the engine owns it)."""
+
+    def __init__(self, role: ClusterRole, *, engine: DeliveryEngine, post_office: PostOffice, storage: Storage,
+                 time: CoreTime, member_joined: MemberJoined) -> None:
+        self._engine = engine
+        self._post_office = post_office
+        self._storage = storage
+        self._time = time
+        self._member_joined = member_joined
         self.state = ClusterState(role)
-        self._due: dict[str, float] = {}  # queue -> when its redistributor starts
+        self._due: dict[str, int] = {}  # queue -> when its redistributor starts (monotonic ms)
         self._redistributing: set[str] = set()
         self._turn = 0
 
@@ -90,7 +104,7 @@ class ClusterHooks:
 
     def resolve(self, message: CoreMessage, address: str) -> tuple[CoreMessage, list[Queue]]:
         """The message to store (with its store-and-forward routes) and the queues that get it."""
-        post_office = self.sessions.post_office
+        post_office = self._post_office
         route = message.properties.get(ROUTE_TO_KEY) if message.properties else None
         if isinstance(route, bytes):
             try:
@@ -126,7 +140,7 @@ class ClusterHooks:
         if self.state.seen(dup):
             LOG.info("a bridge resent a message already routed; dropped", extra={"dup_id": dup.hex()})
             return True
-        storage = self.sessions.core.storage
+        storage = self._storage
         record = storage.duplicate_id_added(dup) if message.durable else 0
         for evicted in self.state.remember(dup, record):
             storage.duplicate_id_removed(evicted)
@@ -134,10 +148,15 @@ class ClusterHooks:
 
     def restore_duplicates(self, stored: list[tuple[int, bytes]]) -> None:
         """The duplicate IDs the journal kept (oldest first), back in the cache after a restart."""
-        storage = self.sessions.core.storage
+        storage = self._storage
         for record, dup in stored:
             for evicted in self.state.remember(dup, record):
                 storage.duplicate_id_removed(evicted)
+
+    def remote_names(self, address: str) -> tuple[str, ...]:
+        """The remote queues of an address by their cluster name (queue name + node ID), as a binding
+        query lists them."""
+        return tuple(b.cluster_name for b in self.state.remote_on(address))
 
     # ------------------------------------------------------------------ notifications out
 
@@ -162,21 +181,23 @@ class ClusterHooks:
         if (not self.role.redistributes or delay < 0 or queue.temporary or internal_address(queue.address)
                 or queue.name in self._due or queue.name in self._redistributing):
             return
-        self._due[queue.name] = self.sessions.core.now + delay / 1000
+        now_ms = self._time.ms
+        self._due[queue.name] = now_ms + delay
         if delay == 0:
-            self.tick(self.sessions.core.now)
+            self.tick(now_ms)
 
-    def next_deadline(self) -> float | None:
+    def next_deadline(self) -> int | None:
+        """When the next redistributor starts (monotonic ms), if one is waiting."""
         return min(self._due.values(), default=None)
 
-    def tick(self, now: float) -> None:
+    def tick(self, now_ms: int) -> None:
         for name, at in list(self._due.items()):
-            if at <= now:
+            if at <= now_ms:
                 del self._due[name]
-                queue = self.sessions.post_office.queues.get(name)
+                queue = self._post_office.queues.get(name)
                 if queue is not None:
                     self._redistributing.add(name)
-                    self.sessions.dirty.add(queue)
+                    self._engine.wake(queue)
 
     def redistributing(self, queue: Queue) -> bool:
         return queue.name in self._redistributing
@@ -188,7 +209,7 @@ class ClusterHooks:
         candidates = self.state.consuming(queue)
         if not candidates or not queue.ready:
             return
-        post_office = self.sessions.post_office
+        post_office = self._post_office
         kept = []
         for ref in list(queue.ready):
             # a message no remote consumer would take stays (Artemis stops redistributing at such a message:
@@ -209,21 +230,21 @@ class ClusterHooks:
             properties = TypedProperties(entries).with_value(ROUTE_TO_KEY + sf_name, encode_ids([target.remote_id]),
                                                              PropertyType.BYTES)
             copy = dataclasses.replace(ref.message, message_id=post_office.next_id(), properties=properties)
-            self.sessions.enqueue(copy, [sf_queue], None)
+            self._engine.enqueue(copy, [sf_queue], None)
             if ref.durable:
-                self.sessions.core.storage.ref_acked(ref, None)
+                self._storage.ref_acked(ref, None)
         queue.ready.clear()
         queue.ready.extend(kept)
 
     def _emit(self, notes: Iterable[Notification], into: list[Queue] | None = None) -> None:
-        post_office = self.sessions.post_office
+        post_office = self._post_office
         if into is None:
             address = post_office.addresses.get(NOTIFICATIONS_ADDRESS)
             into = list(address.queues.values()) if address is not None else []
         if not into:
             return
         for note in notes:
-            self.sessions.enqueue(note.message(post_office.next_id()), into, None)
+            self._engine.enqueue(note.message(post_office.next_id()), into, None)
 
     def management(self, session: Session, message: CoreMessage) -> None:
         """A message to ``activemq.management``: only the bridges' state request is implemented."""
@@ -237,20 +258,20 @@ class ClusterHooks:
         except (ValueError, TypeError) as exc:
             LOG.warning("malformed sendQueueInfoToQueue request; ignored", extra={"reason": str(exc)})
             return
-        target = self.sessions.post_office.queues.get(str(queue_name))
+        post_office = self._post_office
+        target = post_office.queues.get(str(queue_name))
         if target is None:
             LOG.warning("sendQueueInfoToQueue for a missing queue; ignored", extra={"queue": queue_name})
             return
-        notes = self.state.snapshot(list(self.sessions.post_office.queues.values()))
-        post_office = self.sessions.post_office
+        notes = self.state.snapshot(list(post_office.queues.values()))
         if not notes:
             marker = CoreMessage(message_id=post_office.next_id(), address=NOTIFICATIONS_ADDRESS,
                                  properties=TypedProperties.typed((RESET_KEY, PropertyType.BOOLEAN, True),
                                                                   (RESET_COMPLETE_KEY, PropertyType.BOOLEAN, True)))
-            self.sessions.enqueue(marker, [target], None)
+            self._engine.enqueue(marker, [target], None)
             return
         for index, note in enumerate(notes):
-            self.sessions.enqueue(note.message(post_office.next_id(), first=index == 0, last=index == len(notes) - 1),
+            self._engine.enqueue(note.message(post_office.next_id(), first=index == 0, last=index == len(notes) - 1),
                                   [target], None)
 
     # ------------------------------------------------------------------ what the bridges report
@@ -259,14 +280,14 @@ class ClusterHooks:
         """A bridge reached ``node_id``: its store-and-forward queue exists from now on (durable, so
         what waits in it survives a restart), its bindings count as connected, clients hear of it."""
         sf_name = self.role.sf_queue(node_id)
-        if sf_name not in self.sessions.post_office.queues:
-            self.sessions.add_queue(Queue(sf_name, sf_name, RoutingType.MULTICAST, durable=True))
+        if sf_name not in self._post_office.queues:
+            self._engine.add_queue(Queue(sf_name, sf_name, RoutingType.MULTICAST, durable=True))
         self.state.connected(node_id, True)
         known = node_id in self.state.members
         self.state.members[node_id] = connector
         if not known:
-            self.sessions.core.topology_changed(node_id, connector)
-        self.sessions.dirty.add(self.sessions.post_office.queues[sf_name])
+            self._member_joined(node_id, connector)
+        self._engine.wake(self._post_office.queues[sf_name])
 
     def node_down(self, node_id: str) -> None:
         self.state.connected(node_id, False)
@@ -295,11 +316,12 @@ class ClusterHooks:
             self._emit([self.state.notes_for_remote(changed, "BINDING_REMOVED")])
         elif note.kind in ("CONSUMER_CREATED", "CONSUMER_CLOSED"):
             self._emit([self.state.notes_for_remote(changed, note.kind, note.filter_string)])
-            local = self.sessions.post_office.queues.get(changed.routing_name)
+            local = self._post_office.queues.get(changed.routing_name)
             if note.kind == "CONSUMER_CREATED" and local is not None and local.address == changed.address:
                 self._consumers_changed(local)
         # queues whose choice may now differ get another look (ON_DEMAND follows consumers)
-        self.sessions.dirty.update(self.sessions.post_office.candidates(CoreMessage(), changed.address))
+        for queue in self._post_office.candidates(CoreMessage(), changed.address):
+            self._engine.wake(queue)
 
 
 def _without(message: CoreMessage, key: str) -> CoreMessage:

@@ -17,11 +17,11 @@ DEFAULT_TTL_MS = 60000
 @dataclass(eq=False)
 class Connection:
     conn_id: int
-    created_at: float
+    created_at_ms: int
     decoder: FrameDecoder = field(default_factory=lambda: FrameDecoder(version=0, expect_preamble=True))
     version: int = 0
     ttl_ms: int = DEFAULT_TTL_MS
-    last_check_at: float = 0.0
+    last_check_at_ms: int = 0
     received_since_check: bool = True
     outbox: bytearray = field(default_factory=bytearray)
     #: Replies that depend on nothing stored (credit grants), queued while ``outbox`` held no counted packet: the

@@ -31,18 +31,20 @@ import json
 import logging
 import struct
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from codec import CoreMessage, Xid, decode_message, decode_xid, encode_message, encode_xid
 
-from ._model import Address, MessageRef, Queue
+from ._model import Address, MessageRef, PostOffice, Queue
 from ._session import Transaction
 
 if TYPE_CHECKING:
-    from ..journal import Journal, PendingSync, Recovery
+    from ..journal import Journal, PendingSync, PreparedTransaction, Recovery
     from ._core import BrokerCore
+    from ._transactions import Transactions
 
 LOG = logging.getLogger("reference.journal")
 
@@ -80,13 +82,14 @@ class JournalStorage:
         self._queue_ids: dict[str, int] = {}
         self._refs_left: dict[int, int] = defaultdict(int)  # message ID -> durable refs not yet acked
         self._pending_refs: dict[int, list[int]] = {}
-        self.core: BrokerCore | None = None
+        #: the post office's ID sequence, which journal record IDs share (given at :meth:`recover`)
+        self._next_id: Callable[[], int] | None = None
         #: (record ID, duplicate ID) of the DUP_ID records found at recovery, oldest first
         self.recovered_duplicate_ids: list[tuple[int, bytes]] = []
 
     def _id(self) -> int:
-        assert self.core is not None, "attach the storage to a core first"
-        return self.core.post_office.next_id()
+        assert self._next_id is not None, "recover into a core first"
+        return self._next_id()
 
     # ---------------------------------------------------------------- Storage protocol
 
@@ -225,8 +228,8 @@ class JournalStorage:
 
     def recover(self, core: BrokerCore, recovery: Recovery) -> RecoveryReport:
         """Rebuild durable addresses, queues, messages and prepared XA branches."""
-        self.core = core
         post_office = core.post_office
+        self._next_id = post_office.next_id
         highest = 0
         messages: dict[int, CoreMessage] = {}
         refs: list[tuple[int, bytes, int]] = []  # record ID, REF payload, delivery count
@@ -261,21 +264,21 @@ class JournalStorage:
                 by_record[record_id] = ref
         for prepared in recovery.prepared:
             highest = max(highest, prepared.tx_id)
-            self._restore_prepared(core, prepared, messages, by_record)
+            self._restore_prepared(core.transactions, post_office, prepared, messages, by_record)
         for tx in recovery.prepared:
             for record in tx.records:
                 highest = max(highest, record.record_id)
         post_office.restart_ids_after(highest)
         self.recovered_duplicate_ids.sort()
-        if core.session.cluster is not None:
-            core.session.cluster.restore_duplicates(self.recovered_duplicate_ids)
+        if core.cluster is not None:
+            core.cluster.restore_duplicates(self.recovered_duplicate_ids)
         return RecoveryReport(
             addresses=len(self._address_ids), queues=len(self._queue_ids),
             messages=len(by_record), prepared=len(recovery.prepared),
             discarded_transactions=recovery.discarded_transactions, torn_bytes=recovery.torn_bytes,
         )  # fmt: skip
 
-    def _ref(self, post_office: Any, messages: dict[int, CoreMessage], record_id: int,
+    def _ref(self, post_office: PostOffice, messages: dict[int, CoreMessage], record_id: int,
              payload: bytes) -> MessageRef | None:
         (message_id,) = _MESSAGE_ID.unpack_from(payload)
         queue = post_office.queues.get(payload[8:].decode())
@@ -285,8 +288,8 @@ class JournalStorage:
         self._refs_left[message_id] += 1
         return MessageRef(message, queue, record_id=record_id)
 
-    def _restore_prepared(self, core: BrokerCore, prepared: Any, messages: dict[int, CoreMessage],
-                          by_record: dict[int, MessageRef]) -> None:
+    def _restore_prepared(self, transactions: Transactions, post_office: PostOffice, prepared: PreparedTransaction,
+                          messages: dict[int, CoreMessage], by_record: dict[int, MessageRef]) -> None:
         xid = decode_xid(prepared.data)
         tx = Transaction(xid=xid, journal_tx=prepared.tx_id)
         own_messages = dict(messages)
@@ -296,7 +299,7 @@ class JournalStorage:
         routes: dict[int, list[Queue]] = {}
         for record in prepared.records:
             if record.user_type == REF:
-                ref = self._ref(core.post_office, own_messages, record.record_id, record.payload)
+                ref = self._ref(post_office, own_messages, record.record_id, record.payload)
                 if ref is not None:
                     routes.setdefault(ref.message_id, []).append(ref.queue)
                     tx.ref_ids[(ref.message_id, ref.queue.name)] = record.record_id
@@ -306,7 +309,7 @@ class JournalStorage:
             if ref is not None and ref in ref.queue.ready:
                 ref.queue.ready.remove(ref)  # acknowledged inside the branch: not redelivered
                 tx.acks.append(ref)
-        core.session.xa.restore_prepared(xid, tx)
+        transactions.restore_prepared(xid, tx)
 
 
 def open_journal(directory: Path, *, sync: bool = True, file_size: int = 10 * 1024 * 1024) -> tuple[Journal, Recovery]:

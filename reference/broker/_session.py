@@ -1,21 +1,23 @@
-"""Server-side sessions, consumers and local transactions."""
+"""Server-side sessions, consumers and transactions, and the registry of sessions by name."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from codec import CoreMessage, Xid
+from codec import CoreMessage, ExceptionType, Xid
 
 from .._window import ReceiveWindow, SendWindow
+from ._errors import BrokerError
 from ._model import MessageRef, Queue
 from ._selector import compile_selector
 
 if TYPE_CHECKING:
     from ._connection import Connection
 
-__all__ = ["Consumer", "Session", "Transaction"]
+__all__ = ["Consumer", "Session", "SessionRegistry", "Transaction"]
 
 
 @dataclass(eq=False)
@@ -57,12 +59,21 @@ class Transaction:
     xid: Xid | None = None
     state: str = "ACTIVE"  # ACTIVE, SUSPENDED, PREPARED, ROLLBACK_ONLY
     timeout_s: int = 0
-    started_at: float = 0.0
+    started_at_ms: int = 0
     journal_tx: int = 0
 
     @property
     def empty(self) -> bool:
         return not self.sends and not self.acks
+
+    def check_open(self) -> None:
+        """Refuse more work in a transaction that can only roll back (with the reason it must)."""
+        if self.rollback_only:
+            raise BrokerError(ExceptionType.TRANSACTION_ROLLED_BACK, self.rollback_only)
+
+    def timed_out(self, now_ms: int) -> bool:
+        """An unprepared branch past its timeout (0: none)."""
+        return self.state != "PREPARED" and self.timeout_s > 0 and now_ms - self.started_at_ms > self.timeout_s * 1000
 
 
 @dataclass(eq=False)
@@ -87,7 +98,7 @@ class Session:
     xa_timeout_s: int = 0
     send_window: SendWindow = field(init=False)
     receive_window: ReceiveWindow = field(init=False)
-    detached_at: float | None = None  # when its connection dropped (kept for reattach)
+    detached_at_ms: int | None = None  # when its connection dropped (kept for reattach)
 
     def __post_init__(self) -> None:
         self.send_window = SendWindow(self.window_size)
@@ -101,3 +112,34 @@ class Session:
     @property
     def transacted(self) -> bool:
         return not self.auto_commit_sends or not self.auto_commit_acks or self.xa
+
+
+class SessionRegistry:
+    """Sessions by name: the one map that session creation, reattach, unique metadata and close share.
+
+    A name maps to the session created last with it (a client that reuses a name replaces the
+    registration); removing an older session of that name leaves the newer one registered."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, Session] = {}
+
+    def get(self, name: str) -> Session | None:
+        return self._by_name.get(name)
+
+    def register(self, session: Session) -> Session | None:
+        """Register ``session``; returns the session it replaced under that name, if any."""
+        replaced = self._by_name.get(session.name)
+        self._by_name[session.name] = session
+        return replaced
+
+    def remove(self, session: Session) -> None:
+        if self._by_name.get(session.name) is session:
+            del self._by_name[session.name]
+
+    def __iter__(self) -> Iterator[Session]:
+        """A snapshot: closing sessions while iterating is safe."""
+        return iter(list(self._by_name.values()))
+
+    def metadata_taken(self, key: str, data: str, by: Session) -> bool:
+        """Whether another session already carries this metadata (SESS_UNIQUE_ADD_METADATA)."""
+        return any(other is not by and other.metadata.get(key) == data for other in self._by_name.values())

@@ -1,17 +1,16 @@
-"""XA: the resource manager and the SESS_XA_* handlers (notes §13).
+"""XA: the SESS_XA_* handlers (notes §13).
 
-Transactions are kept by Xid in one broker-wide map, so any session can
-commit or roll back a prepared branch (that is how recovery works).  Replies
-are SESS_XA_RESP in the v1 layout; failures that are not XA errors (wrong
-commit phase, a rolled-back transaction) are EXCEPTION packets, as Artemis
-sends them.
+The branches themselves belong to :class:`~._transactions.Transactions` (one broker-wide map by
+Xid); these handlers check each request against the protocol's rules and answer it.  Replies are
+SESS_XA_RESP in the v1 layout; failures that are not XA errors (wrong commit phase, a rolled-back
+transaction) are EXCEPTION packets, as Artemis sends them.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from codec import (
     ExceptionType,
@@ -38,9 +37,8 @@ from codec import (
 
 from ._errors import BrokerError
 from ._session import Session, Transaction
-
-if TYPE_CHECKING:
-    from ._session_handlers import SessionHandlers
+from ._time import CoreTime
+from ._transactions import TIMED_OUT, Transactions
 
 __all__ = ["XA_ANSWERED", "XAHandlers"]
 
@@ -61,7 +59,6 @@ XA_ANSWERED = (
     SessionXAPrepareMessage, SessionXACommitMessage, SessionXARollbackMessage, SessionXAForgetMessage,
     SessionXAGetInDoubtXids, SessionXASetTimeoutMessage, SessionXAGetTimeout,
 )  # fmt: skip
-TIMED_OUT = "AMQ229229: transaction timed out"
 
 
 def _error(code: int, message: str) -> SessionXAResponseMessage:
@@ -69,9 +66,12 @@ def _error(code: int, message: str) -> SessionXAResponseMessage:
 
 
 class XAHandlers:
-    def __init__(self, sessions: SessionHandlers) -> None:
-        self.sessions = sessions
-        self.transactions: dict[Xid, Transaction] = {}
+    """The SESS_XA_* requests; ``default_timeout_s``: the server-wide branch timeout (broker.xml)."""
+
+    def __init__(self, transactions: Transactions, time: CoreTime, default_timeout_s: int) -> None:
+        self._transactions = transactions
+        self._time = time
+        self._default_timeout_s = default_timeout_s
 
     def handlers(self) -> dict[type[Packet], Callable[[Session, Any], Packet | None]]:
         return {
@@ -97,23 +97,21 @@ class XAHandlers:
         if current.xid is not None and current.state != "PREPARED":
             LOG.warning("XA start while another branch is associated; rolling it back",
                         extra={"session": session.name})
-            self._abandon(current)
-        if packet.xid in self.transactions:
+            self._transactions.abandon(current)
+        if packet.xid in self._transactions.branches:
             return _error(XAER_DUPID, f"AMQ229094: xid {packet.xid} already exists")
-        tx = Transaction(xid=packet.xid, timeout_s=session.xa_timeout_s, started_at=self.sessions.core.now)
-        self.transactions[packet.xid] = tx
-        session.tx = tx
+        session.tx = self._transactions.begin(packet.xid, session.xa_timeout_s, self._time.ms)
         return OK
 
     def _join(self, session: Session, packet: SessionXAJoinMessage) -> Packet:
-        tx = self.transactions.get(packet.xid)
+        tx = self._transactions.branches.get(packet.xid)
         if tx is None:
             return _error(XAER_NOTA, f"AMQ229062: Cannot find xid in resource manager: {packet.xid}")
         session.tx = tx
         return OK
 
     def _resume(self, session: Session, packet: SessionXAResumeMessage) -> Packet:
-        tx = self.transactions.get(packet.xid)
+        tx = self._transactions.branches.get(packet.xid)
         if tx is None:
             return _error(XAER_NOTA, f"AMQ229062: Cannot find xid in resource manager: {packet.xid}")
         if tx.state != "SUSPENDED":
@@ -130,7 +128,7 @@ class XAHandlers:
         return OK
 
     def _end(self, session: Session, packet: SessionXAEndMessage) -> Packet:
-        tx = self.transactions.get(packet.xid)
+        tx = self._transactions.branches.get(packet.xid)
         if tx is None:
             return _error(XAER_NOTA, f"AMQ229062: Cannot find xid in resource manager: {packet.xid}")
         if session.tx is not tx and tx.state != "SUSPENDED":
@@ -148,7 +146,7 @@ class XAHandlers:
     # ---------------------------------------------------------------- completion
 
     def _owned(self, session: Session, xid: Xid) -> Transaction | Packet:
-        tx = self.transactions.get(xid)
+        tx = self._transactions.branches.get(xid)
         if tx is None:
             return _error(XAER_NOTA, f"AMQ229062: Cannot find xid in resource manager: {xid}")
         if session.tx is tx:
@@ -163,30 +161,10 @@ class XAHandlers:
         if tx.state == "PREPARED":
             return OK
         if tx.rollback_only:
-            self._abandon(tx)
+            self._transactions.abandon(tx)
             return _error(XA_RBROLLBACK, tx.rollback_only)
-        self.prepare_transaction(tx)
+        self._transactions.prepare(tx)
         return OK
-
-    def prepare_transaction(self, tx: Transaction) -> None:
-        """Record the branch's durable effects and its prepare in one journal transaction."""
-        assert tx.xid is not None
-        sessions = self.sessions
-        tx.journal_tx = tx.journal_tx or sessions.post_office.next_id()
-        storage = sessions.core.storage
-        for message, address in tx.sends:
-            message, queues = sessions.resolve(message, address)
-            tx.routes.append((message, queues))
-            durable = [q for q in queues if q.durable] if message.durable else []
-            if durable:
-                storage.message_routed(message, durable, tx.journal_tx)
-                ids = storage.take_ref_ids(message.message_id)
-                tx.ref_ids.update(zip(((message.message_id, q.name) for q in durable), ids, strict=False))
-        for ref in tx.acks:
-            if ref.durable:
-                storage.ref_acked(ref, tx.journal_tx)
-        storage.tx_prepare(tx.journal_tx, tx.xid)
-        tx.state = "PREPARED"
 
     def _commit(self, session: Session, packet: SessionXACommitMessage) -> Packet:
         found = self._owned(session, packet.xid)
@@ -200,56 +178,28 @@ class XAHandlers:
                               "AMQ229228: two-phase commit of a transaction that was not prepared")
         if tx.rollback_only:
             reason = tx.rollback_only
-            self._abandon(tx)
+            self._transactions.abandon(tx)
             raise BrokerError(ExceptionType.TRANSACTION_ROLLED_BACK, reason)
-        self.commit(tx)
+        self._transactions.commit(tx)
         return OK
 
-    def commit(self, tx: Transaction) -> None:
-        if tx.xid is not None:
-            self.transactions.pop(tx.xid, None)
-        if tx.state == "PREPARED":
-            # The journal already holds the records: only the commit marker is new.
-            self.sessions.core.storage.tx_commit(tx.journal_tx)
-            self._apply(tx)
-        else:
-            self.sessions.commit_transaction(tx)
-
-    def _apply(self, tx: Transaction) -> None:
-        sessions = self.sessions
-        for message, queues in tx.routes:
-            live = [q for q in queues if q.name in sessions.post_office.queues]
-            sessions.enqueue(message, live, None, tx.ref_ids)
-
     def _rollback(self, session: Session, packet: SessionXARollbackMessage) -> Packet:
-        tx = self.transactions.get(packet.xid)
+        tx = self._transactions.branches.get(packet.xid)
         if tx is None:
             # Artemis also rolls back the session's current work here.
-            self.sessions.rollback_work(session, cancel_deliveries=False)
+            self._transactions.rollback_work(session, cancel_deliveries=False)
             return _error(XAER_NOTA, f"AMQ229062: Cannot find xid in resource manager: {packet.xid}")
         if session.tx is tx:
             return _error(XAER_PROTO, f"AMQ229067: xid {packet.xid} is still associated with this session")
-        self._abandon(tx)
+        self._transactions.abandon(tx)
         return OK
-
-    def _abandon(self, tx: Transaction) -> None:
-        """Roll a branch back: acknowledged messages return, sends are dropped."""
-        if tx.xid is not None:
-            self.transactions.pop(tx.xid, None)
-        if tx.state == "PREPARED":
-            self.sessions.core.storage.tx_rollback(tx.journal_tx)
-        self.sessions.return_refs(list(tx.acks))
-        tx.acks.clear()
-        tx.sends.clear()
-        tx.routes.clear()
 
     def _forget(self, session: Session, packet: SessionXAForgetMessage) -> Packet:
         # No heuristic completions are ever made, so there is nothing to forget.
         return _error(XAER_NOTA, f"AMQ229062: Cannot find xid in resource manager: {packet.xid}")
 
     def _in_doubt(self, session: Session, packet: SessionXAGetInDoubtXids) -> Packet:
-        prepared = tuple(xid for xid, tx in self.transactions.items() if tx.state == "PREPARED")
-        return SessionXAGetInDoubtXidsResponseMessage(prepared)
+        return SessionXAGetInDoubtXidsResponseMessage(self._transactions.in_doubt())
 
     def _set_timeout(self, session: Session, packet: SessionXASetTimeoutMessage) -> Packet:
         session.xa_timeout_s = packet.timeout_seconds
@@ -259,33 +209,10 @@ class XAHandlers:
 
     def _get_timeout(self, session: Session, packet: SessionXAGetTimeout) -> Packet:
         # The server-wide default, not what this session set (notes §13.3).
-        return SessionXAGetTimeoutResponseMessage(self.sessions.core.settings.transaction_timeout_s)
+        return SessionXAGetTimeoutResponseMessage(self._default_timeout_s)
 
     def _failed(self, session: Session, packet: SessionXAAfterFailedMessage) -> Packet | None:
-        tx = self.transactions.get(packet.xid)
+        tx = self._transactions.branches.get(packet.xid)
         if tx is not None:
             tx.rollback_only = "AMQ229228: the client failed over during this transaction"
         return None
-
-    # ---------------------------------------------------------------- housekeeping
-
-    def session_gone(self, session: Session) -> None:
-        tx = session.tx
-        if tx.xid is not None and tx.state != "PREPARED":
-            self._abandon(tx)
-        session.tx = Transaction()
-
-    def scan_timeouts(self, now: float) -> None:
-        for tx in list(self.transactions.values()):
-            expired = tx.state != "PREPARED" and tx.timeout_s > 0 and now - tx.started_at > tx.timeout_s
-            if expired and not tx.rollback_only:
-                LOG.info("XA transaction timed out", extra={"xid": repr(tx.xid)})
-                tx.rollback_only = TIMED_OUT
-                self.sessions.return_refs(list(tx.acks))
-                tx.acks.clear()
-                tx.sends.clear()
-
-    def restore_prepared(self, xid: Xid, tx: Transaction) -> None:
-        """After a restart: a prepared branch from the journal."""
-        tx.state = "PREPARED"
-        self.transactions[xid] = tx

@@ -29,8 +29,7 @@ from typing import Any
 
 from codec import ExceptionType, PropertyValue, RoutingType, TransportConfiguration
 
-from ..broker._cluster import NOTIFICATIONS_ADDRESS, ClusterRole, LoadBalancing, queue_info_request
-from ..broker._cluster_hooks import ClusterHooks, forwardable
+from ..broker import NOTIFICATIONS_ADDRESS, ClusterHooks, ClusterRole, LoadBalancing, forwardable, queue_info_request
 from ..client import (
     BrokerRefused,
     ClientError,

@@ -26,9 +26,7 @@ from collections.abc import Iterable
 from codec import ExceptionType, PropertyType, TypedProperties
 
 from .._server import BrokerServer
-from ..broker import BrokerCore
-from ..broker._cluster import ROUTE_TO_KEY, SF_PREFIX, encode_ids, internal_address
-from ..broker._model import MessageRef, Queue
+from ..broker import ROUTE_TO_KEY, SF_PREFIX, BrokerCore, MessageRef, Queue, encode_ids, internal_address
 from ..client import BrokerRefused, ClientError, ClientSettings, Connection, Session, connect, connector_of
 from ..config import BrokerConfig
 from ..discovery import connector_transport_configuration
@@ -50,7 +48,7 @@ def _candidates(config: BrokerConfig, core: BrokerCore, udp: UdpGroups) -> list[
     if policy.discovery_group_ref is not None:
         found = [connector_of(e.connector) for e in udp.discovery[policy.discovery_group_ref].entries]
         return [Peer(f.host, f.port) for f in found if f is not None]
-    cluster = core.session.cluster
+    cluster = core.cluster
     if cluster is None:
         return []
     peers = [connector_of(c) for n, c in cluster.state.members.items() if c is not None and n != cluster.role.node_id]
@@ -155,7 +153,7 @@ async def scale_down(config: BrokerConfig, core: BrokerCore, server: BrokerServe
     LOG.info("scaling down", extra={"target": node_id, "peer": peer.url})
     core.shutdown(scale_down_to=(node_id, peer.connector))
     server.poke()
-    cluster = core.session.cluster
+    cluster = core.cluster
     target_sf = cluster.role.sf_queue(node_id) if cluster is not None else ""
     try:
         user, password = (cluster.role.user, cluster.role.password) if cluster is not None else \

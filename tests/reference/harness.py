@@ -24,10 +24,10 @@ class Wire:
     conn_id: int
     decoder: FrameDecoder = field(default_factory=lambda: FrameDecoder(version=136))
     received: list[CodecFrame] = field(default_factory=list)
-    now: float = 0.0
+    now_ms: int = 0
 
     def raw(self, data: bytes) -> list[CodecFrame]:
-        self.core.receive(self.conn_id, data, self.now)
+        self.core.receive(self.conn_id, data, self.now_ms)
         return self.collect()
 
     def send(self, packet: Packet, channel: int = 10) -> list[CodecFrame]:
@@ -50,7 +50,7 @@ def new_core(**settings: object) -> BrokerCore:
 
 
 def connect(core: BrokerCore, conn_id: int = 1, *, handshake: bool = True) -> Wire:
-    core.connection_made(conn_id, 0.0)
+    core.connection_made(conn_id, 0)
     wire = Wire(core, conn_id)
     if handshake:
         wire.raw(PREAMBLE + encode_packet(SubscribeClusterTopologyUpdatesMessageV2(False, 136), 0))

@@ -157,8 +157,10 @@ def test_reattach_replays_unconfirmed_before_answering() -> None:
     _queue(wire)
     _send(wire, b"a")
     _consume(wire)
-    core.connection_lost(wire.conn_id, 1.0)
-    assert core.sessions_by_name["s1"].detached_at == 1.0
+    core.connection_lost(wire.conn_id, 1000)
+    detached = core.sessions.get("s1")
+    assert detached is not None
+    assert detached.detached_at_ms == 1000
     second = connect(core, conn_id=2)
     frames = second.send(ReattachSessionMessage("s1", -1), 1)
     kinds = [type(f.packet) for f in frames]
@@ -173,7 +175,7 @@ def test_reattach_fails_for_an_unknown_session_and_without_a_window() -> None:
     core = new_core()
     wire = connect(core)
     open_session(wire, window=-1)
-    core.connection_lost(wire.conn_id, 1.0)
+    core.connection_lost(wire.conn_id, 1000)
     second = connect(core, conn_id=2)
     assert second.send(ReattachSessionMessage("s1", -1), 1)[-1].packet == ReattachSessionResponseMessage(-1, False)
 
@@ -252,13 +254,13 @@ def test_a_credit_grant_is_early_output_unless_a_counted_reply_is_queued_ahead_o
     session = core.connections[1].sessions[10]
     cached_before = len(list(session.send_window.replay_after(-1)))
 
-    core.receive(1, ask, 0.0)
+    core.receive(1, ask, 0)
     early, held, counted = core.take_output_split()
     assert _types(early[1]) == [SessionProducerCreditsMessage]
     assert 1 not in held
     assert not counted
 
-    core.receive(1, blocking_send + ask, 0.0)  # the send's NULL_RESPONSE is counted and waits for the sync
+    core.receive(1, blocking_send + ask, 0)  # the send's NULL_RESPONSE is counted and waits for the sync
     early, held, counted = core.take_output_split()
     assert early == {}
     assert _types(held[1]) == [NullResponseMessage, SessionProducerCreditsMessage]

@@ -22,7 +22,7 @@ def _node(data: Path, cache: int = 100) -> tuple[BrokerCore, JournalStorage]:
     core = BrokerCore(BrokerSettings(node_id=NODE, cluster=role), storage=storage)
     storage.recover(core, recovery)
     if "orders" not in core.post_office.queues:
-        core.session.add_queue(Queue("orders", "orders", RoutingType.ANYCAST, durable=True))
+        core.engine.add_queue(Queue("orders", "orders", RoutingType.ANYCAST, durable=True))
     return core, storage
 
 
@@ -33,11 +33,11 @@ def _bridged(dup: bytes, durable: bool = True) -> CoreMessage:
 
 def _deliver(core: BrokerCore, message: CoreMessage) -> bool:
     """What the session handler does with a bridged send: True when it was routed."""
-    cluster = core.session.cluster
+    cluster = core.cluster
     assert cluster is not None
     if cluster.duplicate(message):
         return False
-    core.session.route(dataclasses.replace(message, message_id=core.post_office.next_id()), "orders", None)
+    core.engine.route(dataclasses.replace(message, message_id=core.post_office.next_id()), "orders", None)
     return True
 
 

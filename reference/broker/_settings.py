@@ -1,0 +1,33 @@
+"""What the broker core needs from the configuration (broker.xml, or a test)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from codec import CURRENT_VERSION
+
+from ._cluster import ClusterRole
+
+__all__ = ["BrokerSettings"]
+
+
+@dataclass(frozen=True)
+class BrokerSettings:
+    node_id: str
+    #: user -> password; ``None`` means anonymous access is allowed.
+    users: dict[str, str] | None = None
+    allow_anonymous: bool = True
+    #: (user, password) -> accepted?  When set it decides, instead of ``users``.
+    authenticator: Callable[[str | None, str | None], bool] | None = None
+    auto_create_queues: bool = True
+    auto_create_addresses: bool = True
+    default_routing_type: int = 0  # MULTICAST, Artemis's default-address-routing-type
+    connection_ttl_override_ms: int = -1
+    ttl_check_interval_ms: int = 2000
+    #: the default timeout of an XA branch, in seconds as the protocol carries it (SESS_XA_GET_TIMEOUT)
+    transaction_timeout_s: int = 300
+    transaction_timeout_scan_ms: int = 1000
+    server_version: int = CURRENT_VERSION
+    #: this node's cluster connection, when broker.xml has one
+    cluster: ClusterRole | None = None

@@ -1,0 +1,71 @@
+"""The cluster topology as clients hear it on channel 0 (notes §5.2): the members when a client
+subscribes, and each member that joins later."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from codec import (
+    ClusterTopologyChangeMessage,
+    ClusterTopologyChangeMessage_V2,
+    ClusterTopologyChangeMessage_V4,
+    Packet,
+    TransportConfiguration,
+)
+
+from ._cluster_hooks import ClusterHooks
+from ._connection import Connection
+from ._outbox import Outbox
+from ._settings import BrokerSettings
+
+__all__ = ["PING_CHANNEL", "Topology"]
+
+#: Channel 0 carries pings and topology.
+PING_CHANNEL = 0
+
+
+class Topology:
+    """Tells subscribed connections of the members.  ``connections``: the core's map, read only here;
+    ``wall_clock_ms``: a member's event time is wall-clock (the only wall-clock time in the core)."""
+
+    def __init__(self, settings: BrokerSettings, outbox: Outbox, connections: Mapping[int, Connection],
+                 wall_clock_ms: Callable[[], int], cluster: ClusterHooks | None) -> None:
+        self._settings = settings
+        self._outbox = outbox
+        self._connections = connections
+        self._wall_clock_ms = wall_clock_ms
+        self._cluster = cluster
+
+    def send_all(self, conn: Connection) -> None:
+        """Every member, this node first, the last one with last=true; a standalone broker sends itself
+        without connectors."""
+        node_id = self._settings.node_id
+        members: list[tuple[str, TransportConfiguration | None]] = [(node_id, None)]
+        if self._cluster is not None:
+            members = [(node_id, self._cluster.role.connector)]
+            members += [(n, c) for n, c in self._cluster.state.members.items() if n != node_id]
+        for index, (node, connector) in enumerate(members):
+            self._send_member(conn, node, connector, last=index == len(members) - 1)
+
+    def member_joined(self, node: str, connector: TransportConfiguration | None) -> None:
+        """Every connection that subscribed to the topology hears of it (last=false, as Artemis sends
+        updates after the first topology)."""
+        for conn in self._connections.values():
+            if conn.topology_subscribed and not conn.closing:
+                self._send_member(conn, node, connector, last=False)
+
+    def _send_member(self, conn: Connection, node: str, connector: TransportConfiguration | None, *,
+                     last: bool) -> None:
+        event, version = self._wall_clock_ms(), conn.version
+        settings = self._settings
+        role = settings.cluster
+        group = role.scale_down_group if role is not None and node == settings.node_id else None
+        packet: Packet
+        if version >= 131 or version == 0:
+            packet = ClusterTopologyChangeMessage_V4(False, node, event, connector, None, last, None, group,
+                                                     settings.server_version)
+        elif version >= 122:
+            packet = ClusterTopologyChangeMessage_V2(False, node, event, connector, None, last, None)
+        else:
+            packet = ClusterTopologyChangeMessage(False, node, connector, None, last)
+        self._outbox.send(conn, PING_CHANNEL, packet)
