@@ -32,16 +32,7 @@ STDLIB_ONLY = ("conformance.evidence", "conformance.clauses")
 
 #: Imports of another package's private module that are known and being removed, each with why it is
 #: still here.  Empty is the goal; an entry that no longer occurs fails the test, so it cannot go stale.
-KNOWN: dict[tuple[str, str], str] = {
-    # issue 17: the broker's cluster hooks and post office are being given a public surface (the broker's owner
-    # changes these lines); until then the cluster's bridges and scale-down reach into the broker's modules.
-    ("reference.cluster._bridge", "reference.broker._cluster"): "broker surface for the cluster, issue 17",
-    ("reference.cluster._bridge", "reference.broker._cluster_hooks"): "broker surface for the cluster, issue 17",
-    ("reference.cluster._scale_down", "reference.broker._cluster"): "broker surface for the cluster, issue 17",
-    ("reference.cluster._scale_down", "reference.broker._model"): "broker surface for the cluster, issue 17",
-    # the journal-backed Storage is not exported by reference.broker yet (the broker is being restructured)
-    ("reference.__main__", "reference.broker._journal_storage"): "JournalStorage not in reference.broker, issue 17",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)
