@@ -3,8 +3,9 @@ alone (reports/ loads it by path)."""
 
 from __future__ import annotations
 
-import importlib.util
+import ast
 import json
+import sys
 from pathlib import Path
 
 from conformance.evidence import CaseEvidence, EvidenceWriter, case_rows, schema
@@ -65,14 +66,14 @@ def test_validate_names_each_problem() -> None:
                                                  "history, history_result, timing, note)"]
 
 
-def test_schema_loads_by_path_without_the_kit() -> None:
-    spec = importlib.util.spec_from_file_location("standalone_schema", schema.__file__)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.SCHEMA_VERSION == schema.SCHEMA_VERSION
-    source = Path(schema.__file__).read_text()
-    assert "import conformance" not in source
-    assert "from conformance" not in source
-    assert all(f.type in module.TYPES for fields in module.RECORDS.values() for f in fields)
+def test_schema_imports_only_the_standard_library() -> None:
+    """``reports`` imports this module without the kit (tests/test_boundaries.py checks the whole subpackage)."""
+    tree = ast.parse(Path(schema.__file__).read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+    assert imported
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}
+    assert not any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(tree))
+    assert all(f.type in schema.TYPES for fields in schema.RECORDS.values() for f in fields)
