@@ -20,6 +20,8 @@ from conformance.artemis.distribution import Distribution
 from conformance.artemis.java_tools import ToolError, compile_java, java_command
 from conformance.verdicts import KitError, NotObserved
 
+from ._kit import signalled
+
 __all__ = ["MAIN", "JavaEvent", "StockClient", "build_backoff_client", "backoff_sources"]
 
 MAIN = "cck.backoff.BackoffClient"
@@ -97,22 +99,17 @@ class StockClient:
         """The first event named one of ``names`` read after ``after_ns``.  After ``timeout`` s: the program's own
         lines (``ready``, ...) missing are the kit's error (:class:`KitError`), the client's are a failed check
         (:class:`NotObserved`); ToolError if the JVM ends first."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            found = self.first(*names, after_ns=after_ns)
-            if found is not None:
-                return found
-            if self._reader is not None and self._reader.done():
-                raise ToolError(f"the stock client ended before {'/'.join(names)}: {self.transcript()}")
-            self._changed.clear()
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                problem = KitError if set(names) <= _HARNESS_EVENTS else NotObserved
-                raise problem(f"no {'/'.join(names)} from the stock client within {timeout:.1f}s: "
-                              f"{self.transcript()}")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), remaining)
+        def ended() -> bool:
+            return self._reader is not None and self._reader.done()
+
+        await signalled(self._changed, lambda: self.first(*names, after_ns=after_ns) is not None or ended(), timeout)
+        found = self.first(*names, after_ns=after_ns)
+        if found is not None:
+            return found
+        if ended():
+            raise ToolError(f"the stock client ended before {'/'.join(names)}: {self.transcript()}")
+        problem = KitError if set(names) <= _HARNESS_EVENTS else NotObserved
+        raise problem(f"no {'/'.join(names)} from the stock client within {timeout:.1f}s: {self.transcript()}")
 
     def transcript(self) -> str:
         lines = [f"{e.event}: {e.detail}" for e in self.events] + self.noise[-10:]

@@ -38,7 +38,7 @@ from reference.client import ClientError, ClientSettings, Connection, FailoverEv
 
 from ._backoff_java import StockClient
 from ._backoff_syn import SynRecord, SynWatch
-from ._running import wait_until
+from ._kit import wait_until
 
 __all__ = ["Plan", "RunOutcome", "expected_for", "run_kit", "run_stock"]
 

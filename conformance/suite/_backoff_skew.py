@@ -33,7 +33,7 @@ from conformance.verdicts import KitError
 from ._backoff_java import build_backoff_client
 from ._backoff_runs import Plan, RunOutcome, expected_for, run_kit, run_stock
 from ._backoff_syn import syn_watch_available
-from ._running import bounded
+from ._kit import bounded
 
 __all__ = ["Skew", "skews", "skewed", "margin", "rows_for", "SkewRun", "timing_check", "summary"]
 

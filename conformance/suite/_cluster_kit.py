@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from conformance.targets import ManagedTarget, Topology, make_target
 from conformance.verdicts import Indeterminate, NotObserved, Unsupported
 from reference.client import Connection, Consumer, Delivery, Session, connect
 
-from ._restart_support import client_settings
+from ._kit import RESTARTING, client_settings, poll, poll_value, unique
 
 __all__ = [
     "INDEX",
@@ -39,12 +38,10 @@ __all__ = [
     "barrier",
     "flush",
     "listed_on",
-    "poll",
     "message",
     "mixed",
     "send_mixed",
     "stop_node",
-    "unique",
     "wait_counts",
 ]
 
@@ -52,20 +49,6 @@ __all__ = [
 INDEX = "cck_index"
 #: Artemis's header for a message's routing type (a BYTE: 0 MULTICAST, 1 ANYCAST)
 ROUTING_TYPE_HEADER = "_AMQ_ROUTING_TYPE"
-#: pause between two looks at a broker-side state polled with a deadline (a count, a binding query)
-POLL_S = 0.05
-
-
-async def poll(check: Callable[[], Awaitable[bool]], seconds: float, what: Callable[[], str]) -> None:
-    """Ask ``check()`` until it holds; NotObserved (a TimeoutError) naming ``what()`` once ``seconds`` passed."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + seconds
-    while not await check():
-        if loop.time() >= end:
-            raise NotObserved(f"{what()} (waited {seconds:.1f} s)")
-        await asyncio.sleep(POLL_S)
-
-
 class ClusterPool:
     """The one running cluster of a module: a case asks for a topology and gets the running target when it is
     the same, otherwise the old one is closed and a new one started (one cluster at a time: a 3-node JVM
@@ -101,11 +84,6 @@ class ClusterPool:
         if self.target is not None:
             self.target.close()
         self.target = self.topology = None
-
-
-def unique(prefix: str) -> str:
-    """A name of its own for one use (cases share a running cluster)."""
-    return f"{prefix}.{uuid.uuid4().hex[:8]}"
 
 
 def message(index: int, *, routing: RoutingType | None = None, **props: str | int | bool) -> CoreMessage:
@@ -164,7 +142,7 @@ class ClusterClients:
         self.names = tuple(n.name for n in target.topology.nodes)
 
     async def __aenter__(self) -> ClusterClients:
-        client = client_settings(self.target, reconnect_attempts=0)
+        client = client_settings(self.target, RESTARTING, reconnect_attempts=0)
         for spec in self.target.topology.nodes:
             connection = await connect(spec.url, settings=client)
             self.connections[spec.name] = connection
@@ -204,15 +182,8 @@ class ClusterClients:
 
     async def wait_count(self, node: str, queue: str, expected: int, seconds: float) -> int | None:
         """Poll the queue's message count on ``node`` until it is ``expected``; the last count seen either way."""
-        seen: list[int | None] = [None]
-
-        async def look() -> bool:
-            seen[0] = await self.count(node, queue)
-            return seen[0] == expected
-
-        with contextlib.suppress(TimeoutError):
-            await poll(look, self.deadline(seconds), lambda: "")
-        return seen[0]
+        seen = await poll_value(lambda: self.count(node, queue), lambda n: n == expected, self.deadline(seconds))
+        return seen[-1]
 
     # ------------------------------------------------------------------ sending and collecting
 
@@ -374,14 +345,10 @@ async def wait_counts(clients: ClusterClients, wanted: Mapping[tuple[str, str], 
                       ) -> dict[tuple[str, str], int | None]:
     """Poll each ``(node, queue)``'s message count until every one is as ``wanted`` (``None``: no such queue) or
     ``seconds`` passed; the last counts seen either way."""
-    seen: dict[tuple[str, str], int | None] = {}
 
-    async def look() -> bool:
-        for (node, queue) in wanted:
-            seen[(node, queue)] = await clients.count(node, queue)
-        return seen == dict(wanted)
+    async def counts() -> dict[tuple[str, str], int | None]:
+        return {(node, queue): await clients.count(node, queue) for (node, queue) in wanted}
 
-    with contextlib.suppress(TimeoutError):
-        await poll(look, clients.deadline(seconds), lambda: "")
-    return seen
+    seen = await poll_value(counts, lambda now: now == dict(wanted), clients.deadline(seconds))
+    return seen[-1]
 

@@ -15,6 +15,8 @@ from conformance.verdicts import NotObserved
 from reference.client import Connector, connector_of
 from reference.discovery import open_multicast_receiver
 
+from ._kit import signalled
+
 __all__ = ["BroadcastListener", "Heard"]
 
 
@@ -89,18 +91,9 @@ class BroadcastListener:
 
     async def wait_for(self, done: Callable[[], bool], seconds: float, what: str) -> None:
         """Wait until ``done()`` holds, re-checked on every datagram; TimeoutError naming ``what`` after ``seconds``."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + seconds
-        while not done():
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise NotObserved(f"{what}: not within {seconds:.1f} s ({len(self.heard)} datagram(s) heard on "
-                                   f"{self.group}:{self.port}, joined on {self.interface})")
-            self._changed.clear()
-            try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
-            except TimeoutError:
-                continue
+        if not await signalled(self._changed, done, seconds):
+            raise NotObserved(f"{what}: not within {seconds:.1f} s ({len(self.heard)} datagram(s) heard on "
+                              f"{self.group}:{self.port}, joined on {self.interface})")
 
     async def quiet(self, heard: Callable[[], bool], seconds: float) -> bool:
         """Watch for ``seconds``; True when ``heard()`` became true (something arrived that should not have)."""

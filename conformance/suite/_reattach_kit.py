@@ -1,6 +1,6 @@
-"""Shared machinery of the reattach and window groups: a bounded runner, client settings matched to the
-target, the fault proxy in front of the target, a producer that writes a Jepsen-style history, a drain, and
-readers of the proxy's wire log.
+"""What the reattach and window groups share beyond the suite kit: the fault proxy in front of the target, a
+producer that writes a Jepsen-style history, the scenario through the proxy (with its judging end and the
+cut-mid-batch fill), and readers of the proxy's wire log.
 
 Everything waits on an event or on a wire-log predicate with a deadline scaled by the run's settings; the
 only deliberate pauses are fault durations (an outage the case imposes), never a wait for an outcome.
@@ -11,63 +11,40 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
-from codec import CoreMessage, Packet, RoutingType, SessionSendMessage, TypedProperties
+from codec import CoreMessage, Packet, RoutingType, SessionSendMessage
 from conformance.evidence import CaseEvidence
 from conformance.faults import CutAfter, FaultProxy, WireRecord
-from conformance.oracles import History, HistoryResult, check
+from conformance.oracles import History
 from conformance.plugin import Settings
 from conformance.targets import Target
-from conformance.verdicts import CheckFailed
 from reference.client import ClientError, ClientSettings, Connection, FailoverEvent, Producer, Session, connect
 
-from . import _running
+from ._kit import REATTACHING, client_settings, drain_url, judged, key_of, message, observed, queue_for
 
 __all__ = [
     "Flow",
     "SESSION_CHANNEL_MIN",
     "Scenario",
-    "client_settings",
     "confirmable_session_frames",
-    "drain",
-    "judge_history",
-    "judged",
-    "key_of",
     "outage",
     "producer_elsewhere",
     "proxied",
     "send_keys",
     "send_through_a_cut",
     "server_replay_problems",
-    "run",
     "wait_event",
     "warm_up",
 ]
 
 #: Artemis numbers session channels from 10 (notes §7.1 step 6).
 SESSION_CHANNEL_MIN = 10
-#: Whole-scenario deadline in seconds (scaled by the run's timing scale).
-SCENARIO_S = 90.0
-
-
-def run(settings: Settings, scenario: Coroutine[Any, Any, None], seconds: float = SCENARIO_S) -> None:
-    """Run one case's asyncio scenario to completion within its (scaled) deadline."""
-    _running.run(settings, scenario, seconds)
-
-
-def client_settings(target: Target, **changes: Any) -> ClientSettings:
-    """The kit's client as the reattach cases use it: reconnect forever at 100 ms, a protocol version the
-    target accepts (Artemis refuses a newer client than itself, e.g. 2.28.0 speaks 134)."""
-    base = ClientSettings(reconnect_attempts=-1, retry_interval_ms=100, max_retry_interval_ms=100,
-                          call_timeout_ms=15_000, call_failover_timeout_ms=30_000)  # fmt: skip
-    if target.protocol_version is not None:
-        base = dataclasses.replace(base, version=target.protocol_version)
-    return dataclasses.replace(base, **changes)
+#: A scenario's final drain ends once nothing arrived for this long, or after DRAIN_S (unscaled seconds).
+DRAIN_QUIET_S = 0.5
+DRAIN_S = 30.0
 
 
 def _host_port(url: str) -> tuple[str, int]:
@@ -104,11 +81,7 @@ async def wait_event(connection: Connection, kinds: Iterable[str], timeout: floa
             done.set_result(event)
 
     connection.add_event_listener(watch)
-    return await _running.observed(done, timeout, f"the client's failover event ({' or '.join(sorted(wanted))})")
-
-
-def key_of(message: CoreMessage) -> str:
-    return str(message.properties.get("key"))
+    return await observed(done, timeout, f"the client's failover event ({' or '.join(sorted(wanted))})")
 
 
 @dataclass
@@ -126,41 +99,44 @@ class Flow:
     sent: int = 0
 
     def message(self, seq: int) -> CoreMessage:
+        return message(f"{self.prefix}-{seq}", seq, durable=self.durable, body=self.body)
+
+    def _invoked(self) -> tuple[int, Callable[[str], None]]:
+        """The next send's number, its invoke recorded; and how to record its outcome (``ok`` or ``info``)."""
+        seq = self.sent
+        self.sent += 1
         key = f"{self.prefix}-{seq}"
-        return CoreMessage(self.body, durable=self.durable, properties=TypedProperties.of(key=key, seq=seq))
+        self.history.invoke_send(self.process, key, producer="P1", seq=seq)
+
+        def outcome(kind: str) -> None:
+            (self.history.ok if kind == "ok" else self.history.info)(self.process, "send", key, producer="P1",
+                                                                     seq=seq)
+
+        return seq, outcome
 
     async def send_blocking(self) -> None:
         """Send and wait for the broker's answer (whether or not the Java client would block on this send)."""
-        seq = self.sent
-        self.sent += 1
-        key = f"{self.prefix}-{seq}"
-        self.history.invoke_send(self.process, key, producer="P1", seq=seq)
+        seq, outcome = self._invoked()
         try:
             future = await self.producer.send_async(self.message(seq))
             if future is None:  # no window and not a blocking send: the broker will not answer
-                self.history.info(self.process, "send", key, producer="P1", seq=seq)
+                outcome("info")
                 return
             await future
         except ClientError:
-            self.history.info(self.process, "send", key, producer="P1", seq=seq)
+            outcome("info")
             raise
-        self.history.ok(self.process, "send", key, producer="P1", seq=seq)
+        outcome("ok")
 
     async def send_async(self) -> None:
-        seq = self.sent
-        self.sent += 1
-        key = f"{self.prefix}-{seq}"
-        self.history.invoke_send(self.process, key, producer="P1", seq=seq)
+        seq, outcome = self._invoked()
         future = await self.producer.send_async(self.message(seq))
         if future is None:  # no answer will come (no window, non-blocking): the outcome stays unknown
-            self.history.info(self.process, "send", key, producer="P1", seq=seq)
+            outcome("info")
             return
 
         def settle(done: asyncio.Future[Packet]) -> None:
-            if done.cancelled() or done.exception() is not None:
-                self.history.info(self.process, "send", key, producer="P1", seq=seq)
-            else:
-                self.history.ok(self.process, "send", key, producer="P1", seq=seq)
+            outcome("info" if done.cancelled() or done.exception() is not None else "ok")
 
         future.add_done_callback(settle)
         self.pending.append(future)
@@ -171,46 +147,16 @@ class Flow:
     async def settled(self, timeout: float) -> None:
         """Every asynchronous answer in (errors are in the history as ``info``)."""
         if self.pending:
-            await _running.observed(asyncio.gather(*self.pending, return_exceptions=True), timeout,
-                                    f"the broker's answers to {len(self.pending)} asynchronous send(s)")
-
-
-async def drain(url: str, queue: str, history: History, settings: ClientSettings, *, quiet: float,
-                timeout: float, process: str = "drain") -> int:
-    """Consume everything left on ``queue`` over a fresh connection straight to the broker (not through the
-    proxy), recording each receipt and its acknowledgement; ends once nothing arrives for ``quiet`` s."""
-    plain = dataclasses.replace(settings, reconnect_attempts=0, block_on_acknowledge=True)
-    count = 0
-    async with await connect(url, settings=plain) as connection:
-        session = await connection.create_session()
-        consumer = await session.create_consumer(queue)
-        session.start()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while loop.time() < deadline:
-            delivery = await consumer.receive(quiet)
-            if delivery is None:
-                break
-            history.received(process, key_of(delivery.message), delivery_count=delivery.delivery_count,
-                             redelivered=delivery.delivery_count > 1, producer="P1",
-                             seq=int(str(delivery.message.properties.get("seq"))))
-            await consumer.acknowledge(delivery)
-            history.ack(process, key_of(delivery.message))
-            count += 1
-    return count
-
-
-def judge_history(history: History, evidence: CaseEvidence, label: str = "") -> HistoryResult:
-    result = check(history)
-    evidence.history(history, result, label=label)
-    return result
+            await observed(asyncio.gather(*self.pending, return_exceptions=True), timeout,
+                           f"the broker's answers to {len(self.pending)} asynchronous send(s)")
 
 
 async def send_through_a_cut(sc: Scenario, proxy: FaultProxy, evidence: CaseEvidence, *, cut_after: int, total: int,
                              blocking: bool, restore_s: float, settle_s: float) -> FailoverEvent:
-    """The cut-mid-batch scenario: cut the link when the ``cut_after``-th confirmable command of the session
-    arrives, send ``total`` messages meanwhile, and wait for the client's failover and the answers it is owed;
-    the failover event (its kind is the caller's to judge).  Notes the events and how long the restore took."""
+    """The disrupt and fill of the cut-mid-batch scenario: cut the link when the ``cut_after``-th confirmable
+    command of the session arrives, send ``total`` messages meanwhile, and wait for the client's failover and the
+    answers it is owed; the failover event (its kind is the caller's to judge).  Notes the events and how long the
+    restore took."""
     proxy.add(CutAfter(cut_after, channel=sc.channel))
     started = time.monotonic_ns()
     for _ in range(total):
@@ -220,29 +166,6 @@ async def send_through_a_cut(sc: Scenario, proxy: FaultProxy, evidence: CaseEvid
     evidence.note("events", [(e.kind, e.detail) for e in sc.connection.events])
     evidence.note("restore_ms", (time.monotonic_ns() - started) / 1e6)
     return event
-
-
-def judged(sc: Scenario, url: str, settings: ClientSettings, evidence: CaseEvidence, *, quiet: float,
-           timeout: float, problems: list[str] | None = None,
-           sent: int | None = None) -> AbstractAsyncContextManager[None]:
-    """Around a case's wire-level checks: however the block ends, drain what the broker holds for ``sc.queue``
-    (a fresh connection straight to ``url``) and judge the history into the evidence, so a failed wire check
-    still leaves the loss/duplication/order findings.  The block's own failure is raised with the history's
-    added; otherwise the history's findings and ``problems`` (filled in by the block as it goes) fail the case
-    together.  ``sent``: the messages the case sent, noted in the evidence (default: what the flow sent)."""
-    found = problems if problems is not None else []
-
-    async def drained() -> None:
-        await drain(url, sc.queue, sc.history, settings, quiet=quiet, timeout=timeout)
-
-    def verdict() -> None:
-        result = judge_history(sc.history, evidence)
-        evidence.note("messages_sent", sc.flow.sent if sent is None else sent)
-        every = [*found, *([] if result.ok else [result.explanation])]
-        if every:
-            raise CheckFailed(" | ".join(every))
-
-    return _running.judged_afterwards(drained, verdict)
 
 
 def confirmable_session_frames(log: Sequence[WireRecord], *, direction: str, conn: int | None = None,
@@ -276,6 +199,9 @@ class Scenario:
     queue: str
     flow: Flow
     history: History
+    settings: ClientSettings
+    #: What the case's wire-level checks found, judged with the history (see :meth:`judged`).
+    problems: list[str] = field(default_factory=list)
 
     @property
     def channel(self) -> int:
@@ -286,23 +212,30 @@ class Scenario:
                    body: bytes = b"m", transacted: bool = False) -> Scenario:
         connection = await connect(proxy.url, settings=settings)
         session = await connection.create_session(transacted=transacted)
-        queue = f"cck.{case_id}.{uuid.uuid4().hex[:8]}"
+        queue = queue_for(case_id)
         setup = session if not transacted else await connection.create_session()
         await setup.create_queue(queue, queue, routing_type=RoutingType.ANYCAST)
         history = History()
         flow = Flow(session.create_producer(queue), history, case_id, durable, body)
-        return cls(proxy, connection, session, queue, flow, history)
+        return cls(proxy, connection, session, queue, flow, history, settings)
 
     def stray_answers(self) -> list[Packet]:
         """Correlated answers that matched no waiting call: the broker answered a command twice."""
         return list(self.session.core.calls.stray)
 
+    def judged(self, url: str, evidence: CaseEvidence, run: Settings, *, sent: int | None = None,
+               settings: ClientSettings | None = None) -> AbstractAsyncContextManager[None]:
+        """The scenario's judging end (the kit's :func:`judged`): however the block ends, drain what the broker
+        holds for the queue over a fresh connection straight to ``url`` (with ``settings``, by default the
+        scenario's) and judge the history together with :attr:`problems`.  ``sent``: the messages the case sent,
+        noted in the evidence (default: what the flow sent)."""
 
-def last_index(records: Sequence[WireRecord], predicate: Callable[[WireRecord], bool]) -> int | None:
-    for i in range(len(records) - 1, -1, -1):
-        if predicate(records[i]):
-            return i
-    return None
+        async def drained() -> None:
+            await drain_url(url, self.queue, self.history, settings or self.settings,
+                            quiet=run.deadline(DRAIN_QUIET_S), timeout=run.deadline(DRAIN_S))
+            evidence.note("messages_sent", self.flow.sent if sent is None else sent)
+
+        return judged(self.history, evidence, before=drained, problems=self.problems)
 
 
 @asynccontextmanager
@@ -319,7 +252,8 @@ async def warm_up(target: Target) -> None:
     """One plain session on a freshly started broker before a case with a short connection-ttl: a cold JVM
     can take longer than such a ttl to answer the first handshake, which would fail the case's own
     connection before the fault it is about."""
-    async with await connect(target.url, settings=client_settings(target, reconnect_attempts=0)) as connection:
+    settings = client_settings(target, REATTACHING, reconnect_attempts=0)
+    async with await connect(target.url, settings=settings) as connection:
         session = await connection.create_session()
         await session.close()
 

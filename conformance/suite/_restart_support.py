@@ -1,91 +1,41 @@
-"""Shared machinery of the restart, failover-transaction and DTX groups: client settings for the target,
-the three ways a case breaks the connection (cut by a proxy, graceful stop, kill -9, each followed by a start),
-an ordered log of failure-listener calls and failover events, and queue draining into a history.
+"""What the restart, failover-transaction and DTX groups share beyond the suite kit: the three ways a case breaks
+the connection (cut by a proxy, graceful stop, kill -9, each followed by a start) — the *disrupt* of their
+disrupt → fill → judge scenarios —, an ordered log of failure-listener calls and failover events, and the
+judgement of a history in which messages come back after a restart.
 
-Every wait is bounded: a case runs under ``run(settings, coroutine, seconds)`` (``asyncio.wait_for`` with the
-run's scaled deadline) and each step waits on an event with its own deadline.
+Every wait is bounded: a case runs under the kit's ``run(settings, coroutine, seconds)`` and each step waits on
+an event or polls with its own deadline.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from codec import CURRENT_VERSION, CoreMessage, RoutingType, TypedProperties
-from conformance.cases import Case
+from codec import RoutingType
 from conformance.evidence import CaseEvidence
 from conformance.faults import FaultProxy
 from conformance.oracles import History, check
 from conformance.targets import KILL, RESTART, Node, Target
 from conformance.verdicts import NotObserved
-from reference.client import (
-    ClientError,
-    ClientSettings,
-    Connection,
-    Consumer,
-    Delivery,
-    FailoverEvent,
-    Session,
-    connect,
-)
+from reference.client import ClientError, Connection, FailoverEvent, Session, connect
 
-from ._running import restarted, run, wait_until
+from ._kit import RESTARTING, client_settings, judge_history, poll, restarted, signalled
 
 __all__ = [
     "Trigger",
     "Disruption",
     "Watch",
-    "client_settings",
     "consumers_gone",
-    "drain",
     "ensure_queue",
     "judge_redelivery",
-    "key_of",
-    "message",
-    "queue_for",
-    "run",
-    "wait_until",
 ]
 
 #: cut: the proxy resets the TCP connection (the broker keeps running); stop: graceful stop then start;
 #: kill: SIGKILL then start.
 Trigger = Literal["cut", "stop", "kill"]
-
-#: the client's retry interval while a broker restarts (a JVM takes seconds; the attempts are cheap)
-RETRY_MS = 100
-#: how long a "nothing more arrives" check listens, in (unscaled) seconds
-QUIET_S = 1.0
-#: how long one receive of an expected message may take, in (unscaled) seconds
-RECEIVE_S = 10.0
-
-
-def client_settings(target: Target, **changes: Any) -> ClientSettings:
-    """The kit client's settings for this target: the newest protocol version both sides speak, quick
-    reconnect attempts, blocking sends (so every send in a history is confirmed), bounded calls."""
-    version = CURRENT_VERSION if target.protocol_version is None else min(CURRENT_VERSION, target.protocol_version)
-    base = ClientSettings(version=version, reconnect_attempts=-1, retry_interval_ms=RETRY_MS,
-                          max_retry_interval_ms=RETRY_MS, call_timeout_ms=20_000, call_failover_timeout_ms=60_000,
-                          block_on_non_durable_send=True)
-    return dataclasses.replace(base, **changes)
-
-
-def queue_for(case: Case) -> str:
-    """A queue name of its own for each run of a case (cases share the broker and may leave messages)."""
-    return f"cck.{case.id}.{uuid.uuid4().hex[:8]}"
-
-
-def message(key: str, seq: int, *, durable: bool = True) -> CoreMessage:
-    return CoreMessage(key.encode(), durable=durable, properties=TypedProperties.of(key=key, seq=seq))
-
-
-def key_of(delivery: Delivery) -> str:
-    value = delivery.message.properties.get("key")
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class Watch:
@@ -114,17 +64,15 @@ class Watch:
 
     async def until(self, kinds: tuple[str, ...], seconds: float, *, since: int = 0) -> str:
         """Wait until one of ``kinds`` is logged at or after index ``since``; returns which one."""
-        deadline = time.monotonic() + seconds
-        while True:
-            for kind, _, _ in self.log[since:]:
-                if kind in kinds:
-                    return kind
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise NotObserved(f"none of {kinds} within {seconds:.1f} s; log: {self.kinds[since:]}")
-            self._changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), remaining)
+
+        def first() -> str | None:
+            return next((kind for kind in self.kinds[since:] if kind in kinds), None)
+
+        if not await signalled(self._changed, lambda: first() is not None, seconds):
+            raise NotObserved(f"none of {kinds} within {seconds:.1f} s; log: {self.kinds[since:]}")
+        found = first()
+        assert found is not None
+        return found
 
     def to_json(self) -> list[dict[str, Any]]:
         start = self.log[0][1] if self.log else 0.0
@@ -202,36 +150,19 @@ async def ensure_queue(session: Session, queue: str, *, durable: bool = True, te
     await session.create_queue(queue, queue, routing_type=RoutingType.ANYCAST, durable=durable, temporary=temporary)
 
 
-async def drain(consumer: Consumer, history: History, process: str, *, expected: int, quiet_s: float,
-                receive_s: float, ack: bool = True) -> list[Delivery]:
-    """Receive until ``expected`` messages arrived and then nothing more for ``quiet_s``; every receipt goes
-    into ``history`` with its delivery count (redelivered = count above 1, as the core JMS layer derives it)."""
-    got: list[Delivery] = []
-    while True:
-        delivery = await consumer.receive(receive_s if len(got) < expected else quiet_s)
-        if delivery is None:
-            return got
-        got.append(delivery)
-        history.received(process, key_of(delivery), delivery_count=delivery.delivery_count,
-                         redelivered=delivery.delivery_count > 1)
-        if ack:
-            await consumer.individual_acknowledge(delivery)
-
-
 def judge_redelivery(history: History, count_may_be_lost: bool, evidence: CaseEvidence,
                      label: str = "redelivery") -> None:
     """Judge a history in which messages come back after a failure.  A broker that kept the messages in memory
     (no restart), or stored each delivery's count before the delivery, must count the failed delivery (strict
     check).  When a restart may have lost the count (``count_may_be_lost``), nothing may be lost or wrongly
     duplicated, but the redelivered mark is a SHOULD."""
-    strict = check(history)
     if not count_may_be_lost:
-        evidence.history(history, strict, label=label)
+        strict = judge_history(history, evidence, label)
         assert strict.ok, strict.explanation
         return
-    lenient = check(history, allow_duplicates=True)
-    evidence.history(history, lenient, label=label)
+    lenient = judge_history(history, evidence, label, allow_duplicates=True)
     assert lenient.ok, lenient.explanation
+    strict = check(history)
     evidence.should(strict.duplicated.count == 0 and strict.redelivery_mismatches.count == 0,
                     "messages redelivered after the restart are not marked redelivered (delivery count 1): "
                     + strict.explanation)
@@ -240,14 +171,11 @@ def judge_redelivery(history: History, count_may_be_lost: bool, evidence: CaseEv
 async def consumers_gone(target: Target, queue: str, seconds: float) -> None:
     """Wait until the broker has closed every consumer of ``queue`` (polled through a connection of its own, at
     most ``seconds``): after a cut, the broker's own handling of the dead connection is then complete."""
-    async with await connect(target.nodes[0].url, settings=client_settings(target, reconnect_attempts=0)) as side:
+    settings = client_settings(target, RESTARTING, reconnect_attempts=0)
+    async with await connect(target.nodes[0].url, settings=settings) as side:
         session = await side.create_session()
 
-        async def count() -> int:
-            return (await session.queue_query(queue)).consumer_count
+        async def gone() -> bool:
+            return (await session.queue_query(queue)).consumer_count == 0
 
-        deadline = time.monotonic() + seconds
-        while await count() > 0:
-            if time.monotonic() >= deadline:
-                raise NotObserved(f"the broker still lists consumers of {queue} {seconds:.1f} s after the cut")
-            await asyncio.sleep(0.02)
+        await poll(gone, seconds, lambda: f"the broker still lists consumers of {queue} after the cut")

@@ -33,7 +33,7 @@ from reference.client import ClientSettings, parse_locator_url
 from ._backoff_java import build_backoff_client
 from ._backoff_runs import Plan, RunOutcome, expected_for, run_kit, run_stock
 from ._backoff_syn import syn_watch_available
-from ._running import bounded
+from ._kit import bounded
 
 # ------------------------------------------------------------------------------------------------ the tables
 # One row per behaviour: (sub, n, clause, checks, description, expectation, params): a case of the client under

@@ -34,8 +34,7 @@ from reference.client import (
     connector_of,
 )
 
-from ._restart_support import client_settings
-from ._running import run, wait_until
+from ._kit import RESTARTING, client_settings, run, wait_until
 
 CASE_S = 90.0
 #: How long the cluster may take to form once the nodes are up (bridges retry every 500 ms).
@@ -77,7 +76,7 @@ def _node_of(target: Target, connector: Connector) -> str:
 async def _learnt_topology(target: Target, seconds: float) -> dict[str, str]:
     """Wait until a client of *every* node learns every node with a usable connector (a locator's first
     connection may land on any of them and takes that node's topology); node ID -> node."""
-    settings = client_settings(target, reconnect_attempts=0)
+    settings = client_settings(target, RESTARTING, reconnect_attempts=0)
     names: dict[str, str] = {}
     for node in target.nodes:
         async with await connect(node.url, settings=settings) as probe:
@@ -236,7 +235,7 @@ def test_connections_are_balanced(case: Case, cck_client: ClientUnderTest, lb_cl
     async def scenario() -> None:
         names = await _learnt_topology(target, cck_settings.deadline(FORM_S))
         evidence.note("cluster", names)
-        locator = ServerLocator(url, settings=client_settings(target, reconnect_attempts=0),
+        locator = ServerLocator(url, settings=client_settings(target, RESTARTING, reconnect_attempts=0),
                                 rng=random.Random(case.params["seed"]))  # noqa: S311 - repeatable, not secret
         reached = await _landings(target, locator, case.params["count"])
         evidence.note("reached", reached)
@@ -257,7 +256,7 @@ def test_clients_learn_the_cluster_topology(case: Case, lb_cluster: Target, cck_
         evidence.note("cluster", names)
         assert sorted(names.values()) == sorted(n.name for n in target.nodes), names
         assert len(names) == NODES, f"{len(names)} node IDs for {NODES} nodes: {names}"
-        settings = client_settings(target, reconnect_attempts=0)
+        settings = client_settings(target, RESTARTING, reconnect_attempts=0)
         for node in target.nodes:
             async with await connect(node.url, settings=settings) as connection:
                 await connection.create_session()

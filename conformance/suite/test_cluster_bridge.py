@@ -35,9 +35,8 @@ from ._cluster_kit import (
     index_of,
     listed_on,
     message,
-    unique,
 )
-from ._running import restarted, run
+from ._kit import restarted, run, signalled, unique
 from ._tcp_kill import kill_tcp, tcp_kill_unavailable
 
 CASE_S = 120.0
@@ -91,15 +90,9 @@ def test_no_duplicates_after_bridge_reconnects(case: Case, clusters: ClusterPool
                         arrived.set()
 
             async def until_received(index: int, seconds: float) -> None:
-                loop = asyncio.get_running_loop()
-                end = loop.time() + cck_settings.deadline(seconds)
-                while index not in received:
-                    arrived.clear()
-                    if loop.time() >= end:
-                        raise NotObserved(f"message {index} did not reach node1 within {seconds:.0f} s after a cut: "
-                                           "the bridge did not come back")
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(arrived.wait(), end - loop.time())
+                if not await signalled(arrived, lambda: index in received, cck_settings.deadline(seconds)):
+                    raise NotObserved(f"message {index} did not reach node1 within {seconds:.0f} s after a cut: "
+                                      "the bridge did not come back")
 
             collector = asyncio.ensure_future(collect())
             killed: list[int] = []

@@ -18,8 +18,8 @@ from conformance.plugin import Settings
 from conformance.targets import ClusterSpec, Topology
 from reference.client import Consumer
 
-from ._cluster_kit import ClusterClients, ClusterPool, barrier, flush, unique
-from ._running import run
+from ._cluster_kit import ClusterClients, ClusterPool, barrier, flush
+from ._kit import run, unique
 
 CASE_S = 90.0
 #: how long the cluster may take to form, or a node to learn what another announced

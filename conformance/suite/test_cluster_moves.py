@@ -36,11 +36,9 @@ from ._cluster_kit import (
     barrier,
     send_mixed,
     stop_node,
-    unique,
     wait_counts,
 )
-from ._restart_support import client_settings
-from ._running import restarted, run
+from ._kit import RESTARTING, client_settings, restarted, run, unique
 
 CASE_S = 120.0
 #: how long the cluster may take to form again, or a node to learn what another announced
@@ -389,7 +387,7 @@ def test_scale_down(case: Case, clusters: RevivingPool, cck_settings: Settings, 
                 await restarted(target.node("node0").restart, "node0")
                 # the kit's session on node0 died with it: a new connection for the rest
                 async with await connect(target.node("node0").url,
-                                         settings=client_settings(target, reconnect_attempts=0)) as again:
+                                         settings=client_settings(target, RESTARTING, reconnect_attempts=0)) as again:
                     session = await again.create_session()
                     session.start()
                     consumer = await session.create_consumer(address)
@@ -415,7 +413,7 @@ def test_scale_down(case: Case, clusters: RevivingPool, cck_settings: Settings, 
 async def _disconnect(c: ClusterClients, target: ManagedTarget, target_id: str | None, evidence: CaseEvidence) -> None:
     spec = target.topology.node("node1")
     async with FaultProxy(spec.host, spec.port) as proxy:
-        watched = await connect(proxy.url, settings=client_settings(target, reconnect_attempts=0))
+        watched = await connect(proxy.url, settings=client_settings(target, RESTARTING, reconnect_attempts=0))
         try:
             await watched.create_session()
             stopping = asyncio.create_task(stop_node(target, "node1"))

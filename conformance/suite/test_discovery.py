@@ -31,8 +31,7 @@ from reference.client import Connection, Connector, connect, connector_of
 from reference.discovery import open_multicast_sender
 
 from ._discovery_kit import BroadcastListener, Heard
-from ._restart_support import client_settings
-from ._running import restarted, run
+from ._kit import RESTARTING, client_settings, restarted, run, signalled
 
 #: The fixture ``cck_make_target``: a started target of the run's kind with the given topology.
 MakeTarget = Callable[[Topology], Target]
@@ -231,7 +230,7 @@ USABLE = tuple(
 def test_advertised_connector_is_usable(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
                                         evidence: CaseEvidence) -> None:
     target = _managed(cck_make_target(_topology(case.params["nodes"], 500)))
-    settings = client_settings(target, reconnect_attempts=0)
+    settings = client_settings(target, RESTARTING, reconnect_attempts=0)
 
     async def scenario() -> None:
         async with _listener(target) as listener:
@@ -271,7 +270,7 @@ def test_client_finds_brokers_through_udp(case: Case, cck_client: ClientUnderTes
     wait_ms = int(cck_settings.deadline(FIRST_S) * 1000)
     url = (f"udp://{cluster.group_address}:{cluster.group_port}?localBindAddress=127.0.0.1"
            f"&discoveryInitialWaitTimeout={wait_ms}")
-    settings = client_settings(target, reconnect_attempts=0)
+    settings = client_settings(target, RESTARTING, reconnect_attempts=0)
     nodes = {(spec.host, spec.port) for spec in target.topology.nodes}
 
     async def scenario() -> None:
@@ -341,15 +340,7 @@ class _Doorbell:
 
     async def wait(self, seconds: float, *, after: float = -math.inf) -> bool:
         """Whether a connection arrives later than ``after`` (monotonic), waiting at most ``seconds``."""
-        deadline = time.monotonic() + seconds
-        while not any(t > after for t in self.rung):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            self.event.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.event.wait(), remaining)
-        return True
+        return await signalled(self.event, lambda: any(t > after for t in self.rung), seconds)
 
     def between(self, start: float, end: float) -> list[float]:
         """The connections that arrived in ``(start, end]`` (monotonic)."""

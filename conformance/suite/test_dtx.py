@@ -12,29 +12,32 @@ protocol (Artemis only through management).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from codec import Xid
 from conformance.cases import Case, cases
 from conformance.evidence import CaseEvidence
-from conformance.oracles import History, check
+from conformance.oracles import History
 from conformance.plugin import Settings
 from conformance.targets import Target
 from reference.client import Connection, Session, XAError, connect
 
-from ._restart_support import (
-    QUIET_S,
+from ._kit import (
     RECEIVE_S,
-    Disruption,
+    RESTARTING,
     client_settings,
-    drain,
-    ensure_queue,
+    drain_queue,
+    judged,
     key_of,
-    message,
     queue_for,
+    record_receipt,
+    repeated,
     run,
+    send_keyed,
+    settle_sends,
 )
-from ._running import judged_afterwards
+from ._restart_support import Disruption, ensure_queue
 
 CASE_S = 150.0
 COUNT = 4
@@ -154,24 +157,34 @@ LOCAL = tuple(
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+# Every case is one disrupt → fill → judge scenario: a connection *before* fills the queue and does the XA or
+# local work, the broker is restarted (the disrupt), a connection *after* completes and drains, and the history
+# is judged however the block ended.
 
 
 async def _open(url: str, target: Target) -> Connection:
-    return await connect(url, settings=client_settings(target, reconnect_attempts=0))
+    return await connect(url, settings=client_settings(target, RESTARTING, reconnect_attempts=0))
+
+
+async def _before(disruption: Disruption, target: Target, queue: str) -> tuple[Connection, Session]:
+    """The connection that works before the restart, and a plain session on it that has created ``queue``."""
+    before = await _open(disruption.url, target)
+    setup = await before.create_session()
+    await ensure_queue(setup, queue)
+    return before, setup
+
+
+async def _after(disruption: Disruption, before: Connection, target: Target) -> Connection:
+    """Restart the broker (the case's trigger), let the old connection go, and open a new one."""
+    await disruption.bounce()
+    await before.close()
+    return await _open(disruption.url, target)
 
 
 async def _fill(session: Session, queue: str, prefix: str, history: History, count: int,
                 durable: Sequence[bool] | None = None) -> list[str]:
     """Put ``count`` confirmed messages in ``queue`` (durable unless ``durable`` says otherwise)."""
-    producer = session.create_producer(queue)
-    keys = []
-    for seq in range(count):
-        key, keep = f"{prefix}:{seq}", durable is None or durable[seq]
-        history.invoke_send("setup", key, producer=prefix, seq=seq)
-        await producer.send(message(key, seq, durable=keep))
-        history.ok("setup", "send", key, producer=prefix, seq=seq)
-        keys.append(key)
-    return keys
+    return await send_keyed(session.create_producer(queue), history, prefix, durable or [True] * count, name=prefix)
 
 
 async def _take(session: Session, queue: str, count: int, history: History, settings: Settings) -> list[str]:
@@ -183,8 +196,7 @@ async def _take(session: Session, queue: str, count: int, history: History, sett
     for _ in range(count):
         delivery = await consumer.receive(settings.deadline(RECEIVE_S))
         assert delivery is not None, f"only {len(keys)} of {count} messages to acknowledge arrived"
-        history.received("worker", key_of(delivery), delivery_count=delivery.delivery_count,
-                         redelivered=delivery.delivery_count > 1)
+        record_receipt(history, "worker", delivery)
         await consumer.individual_acknowledge(delivery)
         keys.append(key_of(delivery))
     await consumer.close()
@@ -193,66 +205,45 @@ async def _take(session: Session, queue: str, count: int, history: History, sett
 
 async def _send(session: Session, queue: str, prefix: str, history: History, durable: Sequence[bool]) -> list[str]:
     """Send inside the session's transaction; the sends are recorded as invoked, their fate is the outcome's."""
-    producer = session.create_producer(queue)
-    keys = []
-    for seq, keep in enumerate(durable):
-        key = f"{prefix}:{seq}"
-        history.invoke_send("worker", key, producer=prefix, seq=seq)
-        await producer.send(message(key, seq, durable=keep))
-        keys.append(key)
-    return keys
+    return await send_keyed(session.create_producer(queue), history, prefix, durable, name=prefix, process="worker",
+                            confirmed=False)
 
 
-def _settle_sends(history: History, keys: Sequence[str], prefix: str, survived: Sequence[bool]) -> None:
-    for seq, (key, ok) in enumerate(zip(keys, survived, strict=True)):
-        (history.ok if ok else history.fail)("worker", "send", key, producer=prefix, seq=seq)
-
-
-async def _drain_fresh(connection: Connection, queue: str, history: History, expected: int,
-                       settings: Settings) -> list[str]:
-    session = await connection.create_session()
-    consumer = await session.create_consumer(queue)
-    session.start()
-    got = await drain(consumer, history, "verifier", expected=expected, quiet_s=settings.deadline(QUIET_S),
-                      receive_s=settings.deadline(RECEIVE_S))
-    await session.close()
-    return [key_of(d) for d in got]
-
-
-async def _xa_code(coroutine: object) -> int:
+async def _xa_code(coroutine: Awaitable[object]) -> int:
     """Await an XA call; 0 when it succeeds, else its XA error code."""
     try:
-        await coroutine  # type: ignore[misc]
+        await coroutine
     except XAError as exc:
         return exc.code
     return 0
 
 
-async def _tidy(connection: Connection, xids: Sequence[Xid]) -> None:
-    """Roll back whatever of this case's branches is still in doubt (a failed case must not leave them)."""
-    session = await connection.create_session(xa=True)
-    for xid in set(await session.xa_recover()) & set(xids):
-        await _xa_code(session.xa_rollback(xid))
-    await session.close()
+@asynccontextmanager
+async def _tidied(connection: Connection, xids: Sequence[Xid]) -> AsyncIterator[None]:
+    """Afterwards, roll back whatever of this case's branches is still in doubt (a failed case must not leave
+    them)."""
+    try:
+        yield
+    finally:
+        session = await connection.create_session(xa=True)
+        for xid in set(await session.xa_recover()) & set(xids):
+            await _xa_code(session.xa_rollback(xid))
+        await session.close()
 
 
-def _judge(history: History, evidence: CaseEvidence, label: str) -> None:
-    result = check(history)
-    evidence.history(history, result, label=label)
-    assert result.ok, result.explanation
+def _judged_restarted(history: History, evidence: CaseEvidence, label: str,
+                      after: list[str]) -> AbstractAsyncContextManager[None]:
+    """The judging end for a history in which messages delivered before the restart come back after it (keys
+    received after the restart collected in ``after`` as the block goes).  Spec 004 says nothing of a redelivered
+    mark, and a restarted broker starts delivery counts afresh, so a receipt after the restart need not look like
+    a redelivery: the check allows that; what the restarted broker delivered must still be free of duplicates,
+    and nothing confirmed may be lost or appear unsent."""
 
+    def again() -> list[str]:
+        twice = repeated(after)
+        return [f"delivered more than once after the restart: {twice}"] if twice else []
 
-def _judge_restarted(history: History, evidence: CaseEvidence, label: str, *after: Sequence[str]) -> None:
-    """A history in which messages delivered before the restart come back after it.  Spec 004 says nothing of
-    a redelivered mark, and a restarted broker starts delivery counts afresh, so a receipt after the restart
-    need not look like a redelivery: the check allows that; what the restarted broker delivered must still be
-    free of duplicates, and nothing confirmed may be lost or appear unsent."""
-    result = check(history, allow_duplicates=True)
-    evidence.history(history, result, label=label)
-    assert result.ok, result.explanation
-    received = [key for keys in after for key in keys]
-    repeated = sorted({key for key in received if received.count(key) > 1})
-    assert not repeated, f"delivered more than once after the restart: {repeated}"
+    return judged(history, evidence, label=label, allow_duplicates=True, also=again)
 
 
 # ---------------------------------------------------------------------------------------------- cases
@@ -262,17 +253,12 @@ def _judge_restarted(history: History, evidence: CaseEvidence, label: str, *afte
 def test_prepared_branches_are_recovered(case: Case, cck_target: Target, cck_settings: Settings,
                                          evidence: CaseEvidence) -> None:
     trigger, xids = case.params["trigger"], _xids(case.params["shape"])
-    queue = queue_for(case)
+    queue = queue_for(case.id)
     history = History()
 
-    def judge() -> None:
-        _judge(history, evidence, "recovered")
-
     async def scenario() -> None:
-        async with judged_afterwards(judge), Disruption(cck_target, trigger) as disruption:
-            before = await _open(disruption.url, cck_target)
-            setup = await before.create_session()
-            await ensure_queue(setup, queue)
+        async with judged(history, evidence, label="recovered"), Disruption(cck_target, trigger) as disruption:
+            before, _ = await _before(disruption, cck_target, queue)
             session = await before.create_session(xa=True)
             sent: list[str] = []
             for index, xid in enumerate(xids):
@@ -280,27 +266,21 @@ def test_prepared_branches_are_recovered(case: Case, cck_target: Target, cck_set
                 sent += await _send(session, queue, f"{case.id}.b{index}", history, [True])
                 await session.xa_end(xid)
                 assert await session.xa_prepare(xid) == 0, "prepare did not vote XA_OK"
-            await disruption.bounce()
-            await before.close()
-            async with await _open(disruption.url, cck_target) as after:
-                try:
-                    recover = await after.create_session(xa=True)
-                    in_doubt = await recover.xa_recover()
-                    evidence.note("in_doubt", [repr(x) for x in in_doubt if x in xids])
-                    missing = [x for x in xids if x not in in_doubt]
-                    assert not missing, f"prepared branches not in doubt after the restart: {missing}"
-                    probe = await after.create_session()
-                    held = (await probe.queue_query(queue)).message_count
-                    evidence.note("message_count_before_commit", held)
-                    assert held == 0, f"{held} messages of prepared branches are on the queue before the commit"
-                    for xid in xids:
-                        assert await _xa_code(recover.xa_commit(xid)) == 0, f"commit of recovered {xid} failed"
-                    for index, key in enumerate(sent):
-                        history.ok("worker", "send", key, producer=f"{case.id}.b{index}", seq=0)
-                    got = await _drain_fresh(after, queue, history, len(sent), cck_settings)
-                    evidence.note("received", got)
-                finally:
-                    await _tidy(after, xids)
+            async with await _after(disruption, before, cck_target) as after, _tidied(after, xids):
+                recover = await after.create_session(xa=True)
+                in_doubt = await recover.xa_recover()
+                evidence.note("in_doubt", [repr(x) for x in in_doubt if x in xids])
+                missing = [x for x in xids if x not in in_doubt]
+                assert not missing, f"prepared branches not in doubt after the restart: {missing}"
+                probe = await after.create_session()
+                held = (await probe.queue_query(queue)).message_count
+                evidence.note("message_count_before_commit", held)
+                assert held == 0, f"{held} messages of prepared branches are on the queue before the commit"
+                for xid in xids:
+                    assert await _xa_code(recover.xa_commit(xid)) == 0, f"commit of recovered {xid} failed"
+                for index, key in enumerate(sent):
+                    history.ok("worker", "send", key, producer=f"{case.id}.b{index}", seq=0)
+                evidence.note("received", await drain_queue(after, queue, history, len(sent), cck_settings))
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -309,19 +289,14 @@ def test_prepared_branches_are_recovered(case: Case, cck_target: Target, cck_set
 def test_commit_after_restart_keeps_durable_effects(case: Case, cck_target: Target, cck_settings: Settings,
                                                     evidence: CaseEvidence) -> None:
     trigger, acks = case.params["trigger"], case.params["acks"]
-    queue = queue_for(case)
+    queue = queue_for(case.id)
     history = History()
     (xid,) = _xids("one")
     durability = [seq % 2 == 0 for seq in range(2 * COUNT)]
 
-    def judge() -> None:
-        _judge(history, evidence, "committed")
-
     async def scenario() -> None:
-        async with judged_afterwards(judge), Disruption(cck_target, trigger) as disruption:
-            before = await _open(disruption.url, cck_target)
-            setup = await before.create_session()
-            await ensure_queue(setup, queue)
+        async with judged(history, evidence, label="committed"), Disruption(cck_target, trigger) as disruption:
+            before, setup = await _before(disruption, cck_target, queue)
             if acks:
                 await _fill(setup, queue, f"{case.id}.old", history, COUNT)
             session = await before.create_session(xa=True)
@@ -330,20 +305,14 @@ def test_commit_after_restart_keeps_durable_effects(case: Case, cck_target: Targ
             sent = await _send(session, queue, f"{case.id}.new", history, durability)
             await session.xa_end(xid)
             await session.xa_prepare(xid)
-            await disruption.bounce()
-            await before.close()
-            async with await _open(disruption.url, cck_target) as after:
-                try:
-                    recover = await after.create_session(xa=True)
-                    assert xid in await recover.xa_recover(), "the prepared branch is not in doubt"
-                    assert await _xa_code(recover.xa_commit(xid)) == 0, "the commit of the recovered branch failed"
-                    _settle_sends(history, sent, f"{case.id}.new", durability)
-                    for key in taken:
-                        history.ack("worker", key)
-                    got = await _drain_fresh(after, queue, history, sum(durability), cck_settings)
-                    evidence.note("received", got)
-                finally:
-                    await _tidy(after, [xid])
+            async with await _after(disruption, before, cck_target) as after, _tidied(after, [xid]):
+                recover = await after.create_session(xa=True)
+                assert xid in await recover.xa_recover(), "the prepared branch is not in doubt"
+                assert await _xa_code(recover.xa_commit(xid)) == 0, "the commit of the recovered branch failed"
+                settle_sends(history, sent, durability, name=f"{case.id}.new", process="worker")
+                for key in taken:
+                    history.ack("worker", key)
+                evidence.note("received", await drain_queue(after, queue, history, sum(durability), cck_settings))
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -352,16 +321,16 @@ def test_commit_after_restart_keeps_durable_effects(case: Case, cck_target: Targ
 def test_rollback_after_restart_returns_durable_acks(case: Case, cck_target: Target, cck_settings: Settings,
                                                      evidence: CaseEvidence) -> None:
     trigger, kind = case.params["trigger"], case.params["kind"]
-    queue = queue_for(case)
+    queue = queue_for(case.id)
     history = History()
     (xid,) = _xids("one")
     old_durable = [kind == "durable" or seq % 2 == 0 for seq in range(COUNT)]
+    got: list[str] = []
 
     async def scenario() -> None:
-        async with Disruption(cck_target, trigger) as disruption:
-            before = await _open(disruption.url, cck_target)
-            setup = await before.create_session()
-            await ensure_queue(setup, queue)
+        async with (_judged_restarted(history, evidence, "rolled-back", got),
+                    Disruption(cck_target, trigger) as disruption):
+            before, setup = await _before(disruption, cck_target, queue)
             old = await _fill(setup, queue, f"{case.id}.old", history, COUNT, old_durable)
             session = await before.create_session(xa=True)
             await session.xa_start(xid)
@@ -369,22 +338,16 @@ def test_rollback_after_restart_returns_durable_acks(case: Case, cck_target: Tar
             sent = await _send(session, queue, f"{case.id}.new", history, [True] * COUNT)
             await session.xa_end(xid)
             await session.xa_prepare(xid)
-            await disruption.bounce()
-            await before.close()
-            async with await _open(disruption.url, cck_target) as after:
-                try:
-                    recover = await after.create_session(xa=True)
-                    assert xid in await recover.xa_recover(), "the prepared branch is not in doubt"
-                    assert await _xa_code(recover.xa_rollback(xid)) == 0, "the rollback of the recovered branch failed"
-                    _settle_sends(history, sent, f"{case.id}.new", [False] * COUNT)
-                    got = await _drain_fresh(after, queue, history, sum(old_durable), cck_settings)
-                    evidence.note("acknowledged", taken)
-                    evidence.note("received", got)
-                    kept = [key for key, keep in zip(old, old_durable, strict=True) if keep]
-                    assert sorted(got) == sorted(kept), f"after the rollback {got} arrived, expected {kept}"
-                finally:
-                    await _tidy(after, [xid])
-        _judge_restarted(history, evidence, "rolled-back", got)
+            async with await _after(disruption, before, cck_target) as after, _tidied(after, [xid]):
+                recover = await after.create_session(xa=True)
+                assert xid in await recover.xa_recover(), "the prepared branch is not in doubt"
+                assert await _xa_code(recover.xa_rollback(xid)) == 0, "the rollback of the recovered branch failed"
+                settle_sends(history, sent, [False] * COUNT, name=f"{case.id}.new", process="worker")
+                got.extend(await drain_queue(after, queue, history, sum(old_durable), cck_settings))
+                evidence.note("acknowledged", taken)
+                evidence.note("received", got)
+                kept = [key for key, keep in zip(old, old_durable, strict=True) if keep]
+                assert sorted(got) == sorted(kept), f"after the rollback {got} arrived, expected {kept}"
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -393,44 +356,38 @@ def test_rollback_after_restart_returns_durable_acks(case: Case, cck_target: Tar
 def test_prepared_acks_hold_messages_until_the_outcome(case: Case, cck_target: Target, cck_settings: Settings,
                                                        evidence: CaseEvidence) -> None:
     trigger, outcome = case.params["trigger"], case.params["outcome"]
-    queue = queue_for(case)
+    queue = queue_for(case.id)
     history = History()
     (xid,) = _xids("one")
+    got: list[str] = []
 
     async def scenario() -> None:
-        async with Disruption(cck_target, trigger) as disruption:
-            before = await _open(disruption.url, cck_target)
-            setup = await before.create_session()
-            await ensure_queue(setup, queue)
+        async with _judged_restarted(history, evidence, "held", got), Disruption(cck_target, trigger) as disruption:
+            before, setup = await _before(disruption, cck_target, queue)
             keys = await _fill(setup, queue, case.id, history, 2 * COUNT)
             session = await before.create_session(xa=True)
             await session.xa_start(xid)
             taken = await _take(session, queue, COUNT, history, cck_settings)
             await session.xa_end(xid)
             await session.xa_prepare(xid)
-            await disruption.bounce()
-            await before.close()
-            async with await _open(disruption.url, cck_target) as after:
-                try:
-                    free = await _drain_fresh(after, queue, history, COUNT, cck_settings)
-                    evidence.note("delivered_before_outcome", free)
-                    assert sorted(free) == sorted(set(keys) - set(taken)), \
-                        f"before the outcome the queue delivered {free}; the branch holds {taken}"
-                    recover = await after.create_session(xa=True)
-                    assert xid in await recover.xa_recover(), "the prepared branch is not in doubt"
-                    complete = recover.xa_commit(xid) if outcome == "commit" else recover.xa_rollback(xid)
-                    assert await _xa_code(complete) == 0, f"the {outcome} of the recovered branch failed"
-                    if outcome == "commit":
-                        for key in taken:
-                            history.ack("worker", key)
-                    later = await _drain_fresh(after, queue, history, 0 if outcome == "commit" else COUNT,
-                                               cck_settings)
-                    evidence.note("delivered_after_outcome", later)
-                    if outcome == "rollback":
-                        assert sorted(later) == sorted(taken), f"after the rollback {later} arrived, not {taken}"
-                finally:
-                    await _tidy(after, [xid])
-        _judge_restarted(history, evidence, "held", free, later)
+            async with await _after(disruption, before, cck_target) as after, _tidied(after, [xid]):
+                free = await drain_queue(after, queue, history, COUNT, cck_settings)
+                got.extend(free)
+                evidence.note("delivered_before_outcome", free)
+                assert sorted(free) == sorted(set(keys) - set(taken)), \
+                    f"before the outcome the queue delivered {free}; the branch holds {taken}"
+                recover = await after.create_session(xa=True)
+                assert xid in await recover.xa_recover(), "the prepared branch is not in doubt"
+                complete = recover.xa_commit(xid) if outcome == "commit" else recover.xa_rollback(xid)
+                assert await _xa_code(complete) == 0, f"the {outcome} of the recovered branch failed"
+                if outcome == "commit":
+                    for key in taken:
+                        history.ack("worker", key)
+                later = await drain_queue(after, queue, history, 0 if outcome == "commit" else COUNT, cck_settings)
+                got.extend(later)
+                evidence.note("delivered_after_outcome", later)
+                if outcome == "rollback":
+                    assert sorted(later) == sorted(taken), f"after the rollback {later} arrived, not {taken}"
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -439,15 +396,14 @@ def test_prepared_acks_hold_messages_until_the_outcome(case: Case, cck_target: T
 def test_unprepared_branches_are_aborted(case: Case, cck_target: Target, cck_settings: Settings,
                                          evidence: CaseEvidence) -> None:
     trigger, state = case.params["trigger"], case.params["state"]
-    queue = queue_for(case)
+    queue = queue_for(case.id)
     history = History()
     (xid,) = _xids("one")
+    got: list[str] = []
 
     async def scenario() -> None:
-        async with Disruption(cck_target, trigger) as disruption:
-            before = await _open(disruption.url, cck_target)
-            setup = await before.create_session()
-            await ensure_queue(setup, queue)
+        async with _judged_restarted(history, evidence, "aborted", got), Disruption(cck_target, trigger) as disruption:
+            before, setup = await _before(disruption, cck_target, queue)
             await _fill(setup, queue, f"{case.id}.old", history, COUNT)
             session = await before.create_session(xa=True)
             await session.xa_start(xid)
@@ -455,24 +411,18 @@ def test_unprepared_branches_are_aborted(case: Case, cck_target: Target, cck_set
             sent = await _send(session, queue, f"{case.id}.new", history, [True] * COUNT)
             if state == "ended":
                 await session.xa_end(xid)
-            await disruption.bounce()
-            await before.close()
-            async with await _open(disruption.url, cck_target) as after:
-                try:
-                    recover = await after.create_session(xa=True)
-                    in_doubt = await recover.xa_recover()
-                    assert xid not in in_doubt, "an unprepared branch is in doubt after the restart"
-                    code = await _xa_code(recover.xa_commit(xid))
-                    evidence.note("commit_code", code)
-                    assert code == XAER_NOTA, f"a two-phase commit of the aborted branch answered {code}, not XAER_NOTA"
-                    _settle_sends(history, sent, f"{case.id}.new", [False] * COUNT)
-                    got = await _drain_fresh(after, queue, history, COUNT, cck_settings)
-                    evidence.note("acknowledged", taken)
-                    evidence.note("received", got)
-                    assert sorted(got) == sorted(taken), f"{got} arrived after the restart, expected {taken}"
-                finally:
-                    await _tidy(after, [xid])
-        _judge_restarted(history, evidence, "aborted", got)
+            async with await _after(disruption, before, cck_target) as after, _tidied(after, [xid]):
+                recover = await after.create_session(xa=True)
+                in_doubt = await recover.xa_recover()
+                assert xid not in in_doubt, "an unprepared branch is in doubt after the restart"
+                code = await _xa_code(recover.xa_commit(xid))
+                evidence.note("commit_code", code)
+                assert code == XAER_NOTA, f"a two-phase commit of the aborted branch answered {code}, not XAER_NOTA"
+                settle_sends(history, sent, [False] * COUNT, name=f"{case.id}.new", process="worker")
+                got.extend(await drain_queue(after, queue, history, COUNT, cck_settings))
+                evidence.note("acknowledged", taken)
+                evidence.note("received", got)
+                assert sorted(got) == sorted(taken), f"{got} arrived after the restart, expected {taken}"
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -481,18 +431,13 @@ def test_unprepared_branches_are_aborted(case: Case, cck_target: Target, cck_set
 def test_one_phase_commit_is_durable(case: Case, cck_target: Target, cck_settings: Settings,
                                      evidence: CaseEvidence) -> None:
     trigger = case.params["trigger"]
-    queue = queue_for(case)
+    queue = queue_for(case.id)
     history = History()
     (xid,) = _xids("one")
 
-    def judge() -> None:
-        _judge(history, evidence, "one-phase")
-
     async def scenario() -> None:
-        async with judged_afterwards(judge), Disruption(cck_target, trigger) as disruption:
-            before = await _open(disruption.url, cck_target)
-            setup = await before.create_session()
-            await ensure_queue(setup, queue)
+        async with judged(history, evidence, label="one-phase"), Disruption(cck_target, trigger) as disruption:
+            before, setup = await _before(disruption, cck_target, queue)
             await _fill(setup, queue, f"{case.id}.old", history, COUNT)
             session = await before.create_session(xa=True)
             await session.xa_start(xid)
@@ -500,19 +445,13 @@ def test_one_phase_commit_is_durable(case: Case, cck_target: Target, cck_setting
             sent = await _send(session, queue, f"{case.id}.new", history, [True] * COUNT)
             await session.xa_end(xid)
             await session.xa_commit(xid, one_phase=True)
-            _settle_sends(history, sent, f"{case.id}.new", [True] * COUNT)
+            settle_sends(history, sent, [True] * COUNT, name=f"{case.id}.new", process="worker")
             for key in taken:
                 history.ack("worker", key)
-            await disruption.bounce()
-            await before.close()
-            async with await _open(disruption.url, cck_target) as after:
-                try:
-                    recover = await after.create_session(xa=True)
-                    assert xid not in await recover.xa_recover(), "a branch committed in one phase is in doubt"
-                    got = await _drain_fresh(after, queue, history, COUNT, cck_settings)
-                    evidence.note("received", got)
-                finally:
-                    await _tidy(after, [xid])
+            async with await _after(disruption, before, cck_target) as after, _tidied(after, [xid]):
+                recover = await after.create_session(xa=True)
+                assert xid not in await recover.xa_recover(), "a branch committed in one phase is in doubt"
+                evidence.note("received", await drain_queue(after, queue, history, COUNT, cck_settings))
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -521,42 +460,32 @@ def test_one_phase_commit_is_durable(case: Case, cck_target: Target, cck_setting
 def test_completed_branches_are_gone(case: Case, cck_target: Target, cck_settings: Settings,
                                      evidence: CaseEvidence) -> None:
     outcome = case.params["outcome"]
-    queue = queue_for(case)
+    queue = queue_for(case.id)
     history = History()
     (xid,) = _xids("one")
 
-    def judge() -> None:
-        _judge(history, evidence, "completed")
-
     async def scenario() -> None:
-        async with judged_afterwards(judge), Disruption(cck_target, "kill") as disruption:
-            before = await _open(disruption.url, cck_target)
-            setup = await before.create_session()
-            await ensure_queue(setup, queue)
+        async with judged(history, evidence, label="completed"), Disruption(cck_target, "kill") as disruption:
+            before, _ = await _before(disruption, cck_target, queue)
             session = await before.create_session(xa=True)
             await session.xa_start(xid)
             sent = await _send(session, queue, case.id, history, [True])
             await session.xa_end(xid)
             await session.xa_prepare(xid)
-            await disruption.bounce()
-            await before.close()
-            async with await _open(disruption.url, cck_target) as after:
-                try:
-                    recover = await after.create_session(xa=True)
-                    complete = recover.xa_commit(xid) if outcome == "commit" else recover.xa_rollback(xid)
-                    assert await _xa_code(complete) == 0, f"the {outcome} of the recovered branch failed"
-                    _settle_sends(history, sent, case.id, [outcome == "commit"])
-                    codes = {"recover": xid in await recover.xa_recover(),
-                             "commit": await _xa_code(recover.xa_commit(xid)),
-                             "rollback": await _xa_code(recover.xa_rollback(xid)),
-                             "forget": await _xa_code(recover.xa_forget(xid))}
-                    evidence.note("after_completion", codes)
-                    assert codes == {"recover": False, "commit": XAER_NOTA, "rollback": XAER_NOTA,
-                                     "forget": XAER_NOTA}, codes
-                    got = await _drain_fresh(after, queue, history, 1 if outcome == "commit" else 0, cck_settings)
-                    evidence.note("received", got)
-                finally:
-                    await _tidy(after, [xid])
+            async with await _after(disruption, before, cck_target) as after, _tidied(after, [xid]):
+                recover = await after.create_session(xa=True)
+                complete = recover.xa_commit(xid) if outcome == "commit" else recover.xa_rollback(xid)
+                assert await _xa_code(complete) == 0, f"the {outcome} of the recovered branch failed"
+                settle_sends(history, sent, [outcome == "commit"], name=case.id, process="worker")
+                codes = {"recover": xid in await recover.xa_recover(),
+                         "commit": await _xa_code(recover.xa_commit(xid)),
+                         "rollback": await _xa_code(recover.xa_rollback(xid)),
+                         "forget": await _xa_code(recover.xa_forget(xid))}
+                evidence.note("after_completion", codes)
+                assert codes == {"recover": False, "commit": XAER_NOTA, "rollback": XAER_NOTA,
+                                 "forget": XAER_NOTA}, codes
+                expected = 1 if outcome == "commit" else 0
+                evidence.note("received", await drain_queue(after, queue, history, expected, cck_settings))
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -565,14 +494,13 @@ def test_completed_branches_are_gone(case: Case, cck_target: Target, cck_setting
 def test_local_transactions_are_aborted(case: Case, cck_target: Target, cck_settings: Settings,
                                         evidence: CaseEvidence) -> None:
     trigger, work = case.params["trigger"], case.params["work"]
-    queue = queue_for(case)
+    queue = queue_for(case.id)
     history = History()
+    got: list[str] = []
 
     async def scenario() -> None:
-        async with Disruption(cck_target, trigger) as disruption:
-            before = await _open(disruption.url, cck_target)
-            setup = await before.create_session()
-            await ensure_queue(setup, queue)
+        async with _judged_restarted(history, evidence, "local", got), Disruption(cck_target, trigger) as disruption:
+            before, setup = await _before(disruption, cck_target, queue)
             session = await before.create_session(transacted=True)
             taken: list[str] = []
             sent: list[str] = []
@@ -581,14 +509,12 @@ def test_local_transactions_are_aborted(case: Case, cck_target: Target, cck_sett
                 taken = await _take(session, queue, COUNT, history, cck_settings)
             if work in ("sends", "both"):
                 sent = await _send(session, queue, f"{case.id}.new", history, [True] * COUNT)
-            await disruption.bounce()
-            await before.close()
-            _settle_sends(history, sent, f"{case.id}.new", [False] * len(sent))
-            async with await _open(disruption.url, cck_target) as after:
-                got = await _drain_fresh(after, queue, history, len(taken), cck_settings)
+            after = await _after(disruption, before, cck_target)
+            settle_sends(history, sent, [False] * len(sent), name=f"{case.id}.new", process="worker")
+            async with after:
+                got.extend(await drain_queue(after, queue, history, len(taken), cck_settings))
                 evidence.note("acknowledged", taken)
                 evidence.note("received", got)
                 assert sorted(got) == sorted(taken), f"{got} arrived after the restart, expected {taken}"
-        _judge_restarted(history, evidence, "local", got)
 
     run(cck_settings, scenario(), CASE_S)

@@ -20,13 +20,12 @@ from codec import Xid
 from conformance.cases import Case, cases
 from conformance.evidence import CaseEvidence
 from conformance.faults import Drop
-from conformance.oracles import History, check
+from conformance.oracles import History
 from conformance.plugin import Settings
 from conformance.targets import NodeSpec, Target, Topology
 from reference.client import (
     BrokerRefused,
     ClientError,
-    Connection,
     FailoverInterrupted,
     Session,
     TransactionRolledBack,
@@ -34,24 +33,27 @@ from reference.client import (
     connect,
 )
 
-from ._restart_support import (
+from ._kit import (
     QUIET_S,
     RECEIVE_S,
-    Disruption,
-    Trigger,
-    Watch,
+    RESTARTING,
     client_settings,
-    consumers_gone,
     drain,
-    ensure_queue,
-    judge_redelivery,
+    drain_queue,
+    judged,
+    judged_afterwards,
     key_of,
     message,
+    observed,
+    poll_value,
     queue_for,
+    record_receipt,
     run,
+    send_keyed,
+    settle_sends,
     wait_until,
 )
-from ._running import POLL_S, judged_afterwards, observed
+from ._restart_support import Disruption, Trigger, Watch, consumers_gone, ensure_queue, judge_redelivery
 
 CASE_S = 150.0
 #: how long a queue's message count may take to show a committed transaction
@@ -151,67 +153,37 @@ async def _recreated(watch: Watch, settings: Settings, evidence: CaseEvidence) -
 
 async def _fill(session: Session, queue: str, case: Case, history: History, count: int = COUNT) -> list[str]:
     """Send ``count`` confirmed durable messages into ``queue`` (recorded as confirmed sends)."""
-    producer = session.create_producer(queue)
-    keys = []
-    for seq in range(count):
-        key = f"{case.id}:{seq}"
-        history.invoke_send("setup", key, producer="S", seq=seq)
-        await producer.send(message(key, seq))
-        history.ok("setup", "send", key, producer="S", seq=seq)
-        keys.append(key)
-    return keys
+    return await send_keyed(session.create_producer(queue), history, case.id, [True] * count, name="S")
 
 
 async def _settled_count(session: Session, queue: str, expected: int, seconds: float) -> list[int]:
     """The queue's message count, asked until it is ``expected`` or ``seconds`` have passed (every count seen).
     Artemis can answer a commit before the queue counts what it added (seen once on 2.44.0: 1 of 5 counted right
     after the commit, all 5 then delivered exactly once), so one query right after the commit is not the verdict."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    counts = [(await session.queue_query(queue)).message_count]
-    while counts[-1] != expected and loop.time() < deadline:
-        await asyncio.sleep(POLL_S)
-        counts.append((await session.queue_query(queue)).message_count)
-    return counts
 
+    async def count() -> int:
+        return (await session.queue_query(queue)).message_count
 
-async def _drain_fresh(connection: Connection, queue: str, history: History, expected: int,
-                       settings: Settings) -> list[str]:
-    """Everything left in the queue, through a new session (acknowledged, so the queue ends empty)."""
-    session = await connection.create_session()
-    consumer = await session.create_consumer(queue)
-    session.start()
-    got = await drain(consumer, history, "verifier", expected=expected, quiet_s=settings.deadline(QUIET_S),
-                      receive_s=settings.deadline(RECEIVE_S))
-    await session.close()
-    return [key_of(d) for d in got]
+    return await poll_value(count, lambda n: n == expected, seconds)
 
 
 @cases(*TX_SEND)
 def test_transaction_in_flight_is_rolled_back(case: Case, cck_target: Target, cck_settings: Settings,
                                               evidence: CaseEvidence) -> None:
     trigger, retry = case.params["trigger"], case.params["retry"]
-    queue = queue_for(case)
+    queue = queue_for(case.id)
     history = History()
 
-    def judge() -> None:
-        result = check(history)
-        evidence.history(history, result, label="transaction")
-        assert result.ok, result.explanation
-
     async def scenario() -> None:
-        async with (judged_afterwards(judge),
+        async with (judged(history, evidence, label="transaction"),
                     Disruption(cck_target, trigger) as disruption,
-                    await connect(disruption.url, settings=client_settings(cck_target)) as connection):
+                    await connect(disruption.url, settings=client_settings(cck_target, RESTARTING)) as connection):
             watch = Watch(connection)
             setup = await connection.create_session()
             await ensure_queue(setup, queue)
             session = await connection.create_session(transacted=True)
             producer = session.create_producer(queue)
-            keys = [f"{case.id}:{seq}" for seq in range(COUNT)]
-            for seq, key in enumerate(keys):
-                history.invoke_send("tx", key, producer="T", seq=seq)
-                await producer.send(message(key, seq))
+            keys = await send_keyed(producer, history, case.id, [True] * COUNT, name="T", process="tx", confirmed=False)
             await disruption.bounce()
             await _recreated(watch, cck_settings, evidence)
             try:
@@ -220,18 +192,14 @@ def test_transaction_in_flight_is_rolled_back(case: Case, cck_target: Target, cc
                 evidence.note("commit", repr(exc))
             else:
                 raise AssertionError("the commit of a transaction cut by failover succeeded")
-            for seq, key in enumerate(keys):
-                history.fail("tx", "send", key, producer="T", seq=seq)
+            settle_sends(history, keys, [False] * COUNT, name="T", process="tx")
             if retry:
-                for seq, key in enumerate(keys):
-                    history.invoke_send("tx", key, producer="T", seq=seq)
-                    await producer.send(message(key, seq))
+                await send_keyed(producer, history, case.id, [True] * COUNT, name="T", process="tx", confirmed=False)
                 await session.commit()
-                for seq, key in enumerate(keys):
-                    history.ok("tx", "send", key, producer="T", seq=seq)
+                settle_sends(history, keys, [True] * COUNT, name="T", process="tx")
             counts = await _settled_count(setup, queue, COUNT if retry else 0, cck_settings.deadline(SETTLE_S))
             evidence.note("message_count", counts)
-            got = await _drain_fresh(connection, queue, history, COUNT if retry else 0, cck_settings)
+            got = await drain_queue(connection, queue, history, COUNT if retry else 0, cck_settings)
             evidence.note("received", got)
             assert counts[-1] == (COUNT if retry else 0), \
                 f"the queue holds {counts[-1]} messages (counts seen: {counts})"
@@ -250,7 +218,7 @@ def test_acknowledgements_in_flight_are_redelivered(case: Case, cck_target: Targ
                                                     evidence: CaseEvidence) -> None:
     trigger = case.params["trigger"]
     cck_target = _redelivery_target(case, cck_target, cck_make_target)
-    queue = queue_for(case)
+    queue = queue_for(case.id)
     history = History()
 
     def judge() -> None:
@@ -259,7 +227,7 @@ def test_acknowledgements_in_flight_are_redelivered(case: Case, cck_target: Targ
     async def scenario() -> None:
         async with (judged_afterwards(judge),
                     Disruption(cck_target, trigger) as disruption,
-                    await connect(disruption.url, settings=client_settings(cck_target)) as connection):
+                    await connect(disruption.url, settings=client_settings(cck_target, RESTARTING)) as connection):
             watch = Watch(connection)
             setup = await connection.create_session()
             await ensure_queue(setup, queue)
@@ -298,7 +266,7 @@ def test_unacknowledged_messages_are_redelivered(case: Case, cck_target: Target,
                                                  evidence: CaseEvidence) -> None:
     trigger = case.params["trigger"]
     cck_target = _redelivery_target(case, cck_target, cck_make_target)
-    queue = queue_for(case)
+    queue = queue_for(case.id)
     history = History()
 
     def judge() -> None:
@@ -307,7 +275,7 @@ def test_unacknowledged_messages_are_redelivered(case: Case, cck_target: Target,
     async def scenario() -> None:
         async with (judged_afterwards(judge),
                     Disruption(cck_target, trigger) as disruption,
-                    await connect(disruption.url, settings=client_settings(cck_target)) as connection):
+                    await connect(disruption.url, settings=client_settings(cck_target, RESTARTING)) as connection):
             watch = Watch(connection)
             session = await connection.create_session()
             await ensure_queue(session, queue)
@@ -315,7 +283,7 @@ def test_unacknowledged_messages_are_redelivered(case: Case, cck_target: Target,
             consumer = await session.create_consumer(queue)
             session.start()
             await drain(consumer, history, "client", expected=COUNT, quiet_s=0.0,
-                        receive_s=cck_settings.deadline(RECEIVE_S), ack=False)
+                        receive_s=cck_settings.deadline(RECEIVE_S), ack="none")
             await disruption.bounce(lambda: consumers_gone(cck_target, queue, cck_settings.deadline(RESTORE_S)))
             await _recreated(watch, cck_settings, evidence)
             again = await drain(consumer, history, "client", expected=COUNT,
@@ -335,20 +303,15 @@ def test_unacknowledged_messages_are_redelivered(case: Case, cck_target: Target,
 def test_blocking_call_in_flight_is_interrupted(case: Case, cck_target: Target, cck_settings: Settings,
                                                 evidence: CaseEvidence) -> None:
     call = case.params["call"]
-    queue = queue_for(case)
+    queue = queue_for(case.id)
     history = History()
-
-    def judge() -> None:
-        result = check(history)
-        evidence.history(history, result, label="interrupted")
-        assert result.ok, result.explanation
 
     async def scenario() -> None:
         # the wire log goes to the evidence first (a closure: ``disruption`` is bound by the time it runs)
-        async with (judged_afterwards(lambda: disruption.record(evidence), judge),
+        async with (judged(history, evidence, label="interrupted", before=lambda: disruption.record(evidence)),
                     Disruption(cck_target, "cut") as disruption):
             assert disruption.proxy is not None
-            settings = client_settings(cck_target, block_on_acknowledge=call == "acknowledge")
+            settings = client_settings(cck_target, RESTARTING, block_on_acknowledge=call == "acknowledge")
             async with await connect(disruption.url, settings=settings) as connection:
                 watch = Watch(connection)
                 setup = await connection.create_session()
@@ -358,9 +321,8 @@ def test_blocking_call_in_flight_is_interrupted(case: Case, cck_target: Target, 
                 keys = [f"{case.id}:{seq}" for seq in range(COUNT)]
                 pending: asyncio.Future[Any]
                 if call == "commit":
-                    for seq, key in enumerate(keys):
-                        history.invoke_send("caller", key, producer="C", seq=seq)
-                        await producer.send(message(key, seq))
+                    await send_keyed(producer, history, case.id, [True] * COUNT, name="C", process="caller",
+                                     confirmed=False)
                     handle = disruption.proxy.add(Drop("s2c", {"NULL_RESPONSE"}, count=1))
                     pending = asyncio.ensure_future(session.commit())
                 elif call == "send":
@@ -374,8 +336,7 @@ def test_blocking_call_in_flight_is_interrupted(case: Case, cck_target: Target, 
                     session.start()
                     delivery = await consumer.receive(cck_settings.deadline(RECEIVE_S))
                     assert delivery is not None, "the message to acknowledge did not arrive"
-                    history.received("caller", key_of(delivery), delivery_count=delivery.delivery_count,
-                                     redelivered=delivery.delivery_count > 1)
+                    record_receipt(history, "caller", delivery)
                     history.invoke_ack("caller", keys[0])
                     handle = disruption.proxy.add(Drop("s2c", {"NULL_RESPONSE"}, count=1))
                     pending = asyncio.ensure_future(consumer.acknowledge(delivery))
@@ -399,7 +360,7 @@ def test_blocking_call_in_flight_is_interrupted(case: Case, cck_target: Target, 
                         history.info("caller", f, key, producer="C", seq=seq)
                 assert isinstance(outcome, FailoverInterrupted), f"the waiting {call} ended with {outcome!r}"
                 assert watch.kinds.count("recreated") >= 1, watch.kinds
-                got = await _drain_fresh(connection, queue, history, len(keys), cck_settings)
+                got = await drain_queue(connection, queue, history, len(keys), cck_settings)
                 evidence.note("received_after", got)
                 if call == "commit":
                     assert len(got) in (0, COUNT), f"a part of the transaction was delivered: {got}"
@@ -411,29 +372,21 @@ def test_blocking_call_in_flight_is_interrupted(case: Case, cck_target: Target, 
 def test_xa_branch_active_at_failover(case: Case, cck_target: Target, cck_settings: Settings,
                                       evidence: CaseEvidence) -> None:
     trigger = case.params["trigger"]
-    queue = queue_for(case)
+    queue = queue_for(case.id)
     history = History()
     xid = Xid(0x434B, uuid.uuid4().bytes, b"failover")
 
-    def judge() -> None:
-        result = check(history)
-        evidence.history(history, result, label="xa")
-        assert result.ok, result.explanation
-
     async def scenario() -> None:
-        async with (judged_afterwards(judge),
+        async with (judged(history, evidence, label="xa"),
                     Disruption(cck_target, trigger) as disruption,
-                    await connect(disruption.url, settings=client_settings(cck_target)) as connection):
+                    await connect(disruption.url, settings=client_settings(cck_target, RESTARTING)) as connection):
             watch = Watch(connection)
             setup = await connection.create_session()
             await ensure_queue(setup, queue)
             session = await connection.create_session(xa=True)
             producer = session.create_producer(queue)
             await session.xa_start(xid)
-            keys = [f"{case.id}:{seq}" for seq in range(COUNT)]
-            for seq, key in enumerate(keys):
-                history.invoke_send("xa", key, producer="X", seq=seq)
-                await producer.send(message(key, seq))
+            keys = await send_keyed(producer, history, case.id, [True] * COUNT, name="X", process="xa", confirmed=False)
             await disruption.bounce()
             await _recreated(watch, cck_settings, evidence)
             steps: dict[str, str] = {}
@@ -456,9 +409,8 @@ def test_xa_branch_active_at_failover(case: Case, cck_target: Target, cck_settin
                 steps["rollback"] = repr(exc)
             in_doubt = await session.xa_recover()
             evidence.note("xa_steps", steps)
-            for seq, key in enumerate(keys):
-                history.fail("xa", "send", key, producer="X", seq=seq)
-            got = await _drain_fresh(connection, queue, history, 0, cck_settings)
+            settle_sends(history, keys, [False] * COUNT, name="X", process="xa")
+            got = await drain_queue(connection, queue, history, 0, cck_settings)
             evidence.note("received", got)
             assert not prepared, f"the branch active at the failure was prepared: {steps}"
             assert xid not in in_doubt, "the branch active at the failure is in doubt"

@@ -20,10 +20,9 @@ from conformance.targets import ClusterSpec, Topology, netns_unavailable
 from conformance.verdicts import unsupported
 from reference.client import connect, connector_of
 
-from ._cluster_kit import ClusterClients, RevivingPool, barrier, unique
+from ._cluster_kit import ClusterClients, RevivingPool, barrier
 from ._discovery_kit import BroadcastListener
-from ._restart_support import client_settings
-from ._running import run
+from ._kit import RESTARTING, client_settings, run, unique
 
 CASE_S = 120.0
 FORM_S = 30.0
@@ -75,7 +74,8 @@ def test_discovery_across_namespaces(case: Case, clusters: RevivingPool, cck_set
                              for found in map(connector_of, h.datagram.connectors) if found is not None})
         evidence.note("advertised", advertised)
         for spec in target.topology.nodes:
-            async with await connect(spec.url, settings=client_settings(target, reconnect_attempts=0)) as connection:
+            async with await connect(spec.url, settings=client_settings(target, RESTARTING, reconnect_attempts=0)
+                                     ) as connection:
                 session = await connection.create_session()
                 await session.close()
 

@@ -14,13 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 
-from codec import (
-    CoreMessage,
-    CreateSessionMessage,
-    ReattachSessionResponseMessage,
-    SessionSendMessage,
-    TypedProperties,
-)
+from codec import CreateSessionMessage, ReattachSessionResponseMessage, SessionSendMessage
 from conformance.cases import Case, cases
 from conformance.evidence import CaseEvidence
 from conformance.faults import CutAfter, Drop, ResetDuringReattach, WireRecord
@@ -29,16 +23,13 @@ from conformance.plugin import Settings
 from conformance.targets import CONFIG, NodeSpec, Target, Topology
 from reference.client import Consumer, TransactionRolledBack
 
+from ._kit import REATTACHING, client_settings, key_of, message, record_receipt, run
 from ._reattach_kit import (
     Scenario,
-    client_settings,
     confirmable_session_frames,
-    judged,
-    key_of,
     outage,
     producer_elsewhere,
     proxied,
-    run,
     send_keys,
     send_through_a_cut,
     server_replay_problems,
@@ -52,8 +43,6 @@ MIB = 1024 * KIB
 RESTORE_S = 20.0
 #: Waiting for the broker's asynchronous answers after a reattach.
 SETTLE_S = 30.0
-#: A drain ends once nothing arrived for this long.
-QUIET_S = 0.5
 #: The fixture ``cck_make_target``: a started target of the run's kind with the given topology.
 MakeTarget = Callable[[Topology], Target]
 #: The ttl-check interval the kit configures for the after-ttl cases (Artemis's default is 2000 ms).
@@ -101,18 +90,16 @@ def test_cut_mid_batch(case: Case, cck_target: Target, cck_settings: Settings, e
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, confirmation_window_size=p["window"])
+        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"])
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=p["durable"], body=b"x" * p["body"])
-            problems: list[str] = []
-            async with (judged(sc, cck_target.url, settings, evidence, quiet=deadline(QUIET_S),
-                               timeout=deadline(SETTLE_S), problems=problems),
+            async with (sc.judged(cck_target.url, evidence, cck_settings),
                         sc.connection):
                 event = await send_through_a_cut(sc, proxy, evidence, cut_after=p["cut_after"], total=p["total"],
                                                  blocking=p["blocking"], restore_s=deadline(RESTORE_S),
                                                  settle_s=deadline(SETTLE_S))
                 assert event.kind == "reattached", f"the session was not reattached: {event.kind} {event.detail}"
-                problems += _check_replay(sc, proxy.wire_log, evidence)
+                sc.problems += _check_replay(sc, proxy.wire_log, evidence)
 
     run(cck_settings, scenario())
 
@@ -167,13 +154,11 @@ def test_reattach_within_ttl(case: Case, cck_target: Target, cck_settings: Setti
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, confirmation_window_size=64 * KIB, connection_ttl_ms=p["ttl"],
-                                   client_failure_check_period_ms=p["ttl"] // 4)
+        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=64 * KIB,
+                                   connection_ttl_ms=p["ttl"], client_failure_check_period_ms=p["ttl"] // 4)
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=True)
-            problems: list[str] = []
-            async with (judged(sc, cck_target.url, settings, evidence, quiet=deadline(QUIET_S),
-                               timeout=deadline(SETTLE_S), problems=problems),
+            async with (sc.judged(cck_target.url, evidence, cck_settings),
                         sc.connection):
                 for _ in range(10):
                     await sc.flow.send_blocking()
@@ -242,15 +227,13 @@ def test_session_gone_is_recreated(case: Case, cck_target: Target, cck_make_targ
     down_s = p.get("outage", (ttl + 3 * TTL_CHECK_MS) / 1000 + 0.5 if p["window"] != -1 else 0.0)
 
     async def scenario() -> None:
-        settings = client_settings(target, confirmation_window_size=p["window"], connection_ttl_ms=ttl,
+        settings = client_settings(target, REATTACHING, confirmation_window_size=p["window"], connection_ttl_ms=ttl,
                                    client_failure_check_period_ms=max(50, ttl // 4), block_on_acknowledge=True)
         failures: list[str] = []
         await warm_up(target)
         async with proxied(target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=True)
-            problems: list[str] = []
-            async with (judged(sc, target.url, settings, evidence, quiet=deadline(QUIET_S),
-                               timeout=deadline(SETTLE_S), problems=problems),
+            async with (sc.judged(target.url, evidence, cck_settings),
                         sc.connection):
                 sc.connection.add_failure_listener(lambda error: failures.append(str(error)))
                 consumer = None
@@ -287,11 +270,9 @@ async def _receive(consumer: Consumer, history: History, count: int, timeout: fl
     for _ in range(count):
         delivery = await consumer.receive(timeout)
         assert delivery is not None, "a message did not arrive"
-        history.received("consumer-1", key_of(delivery.message), delivery_count=delivery.delivery_count,
-                         redelivered=delivery.delivery_count > 1, producer="P1",
-                         seq=int(str(delivery.message.properties.get("seq"))))
+        record_receipt(history, "consumer-1", delivery, producer="P1")
         await consumer.acknowledge(delivery)
-        history.ack("consumer-1", key_of(delivery.message))
+        history.ack("consumer-1", key_of(delivery))
 
 
 # ---------------------------------------------------------------------------------------------------- loss, then cut
@@ -347,12 +328,11 @@ def test_loss_before_the_cut(case: Case, cck_target: Target, cck_settings: Setti
     what, k = p["what"], p["k"]
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, confirmation_window_size=p["window"], block_on_acknowledge=True)
+        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"],
+                                   block_on_acknowledge=True)
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=p["durable"])
-            problems: list[str] = []
-            async with (judged(sc, cck_target.url, settings, evidence, quiet=deadline(QUIET_S),
-                               timeout=deadline(SETTLE_S), problems=problems),
+            async with (sc.judged(cck_target.url, evidence, cck_settings),
                         sc.connection, AsyncExitStack() as stack):
                 consumer = None
                 if what == "deliveries":
@@ -383,7 +363,7 @@ def test_loss_before_the_cut(case: Case, cck_target: Target, cck_settings: Setti
                     assert all(op.delivery_count == 1 for op in sc.history if op.f == "receive"), \
                         "a replayed delivery came as a redelivery"
                 log = list(proxy.wire_log)
-                problems += (_check_c2s_replay if what == "c2s" else _check_s2c_replay)(sc, log, evidence)
+                sc.problems += (_check_c2s_replay if what == "c2s" else _check_s2c_replay)(sc, log, evidence)
 
     run(cck_settings, scenario())
 
@@ -440,12 +420,10 @@ def test_second_failure_during_reattach(case: Case, cck_target: Target, cck_sett
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, confirmation_window_size=10 * KIB)
+        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=10 * KIB)
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=p["blocking"])
-            problems: list[str] = []
-            async with (judged(sc, cck_target.url, settings, evidence, quiet=deadline(QUIET_S),
-                               timeout=deadline(SETTLE_S), problems=problems),
+            async with (sc.judged(cck_target.url, evidence, cck_settings),
                         sc.connection):
                 proxy.add(ResetDuringReattach(count=p["resets"]))
                 proxy.add(CutAfter(p["n"], channel=sc.channel))
@@ -457,7 +435,7 @@ def test_second_failure_during_reattach(case: Case, cck_target: Target, cck_sett
                 assert event.kind == "reattached", f"{event.kind}: {event.detail}"
                 resets = [r for r in proxy.wire_log if r.type_name == "REATTACH_SESSION" and r.action == "cut"]
                 assert len(resets) == p["resets"], f"{len(resets)} reattach attempts were reset"
-                problems += _check_replay(sc, list(proxy.wire_log), evidence)
+                sc.problems += _check_replay(sc, list(proxy.wire_log), evidence)
 
     run(cck_settings, scenario())
 
@@ -495,22 +473,20 @@ def test_transaction_across_failover(case: Case, cck_target: Target, cck_make_ta
     down_s = (ttl + 3 * TTL_CHECK_MS) / 1000 + 0.5 if mode == "ttl" else 0.0
 
     async def scenario() -> None:
-        settings = client_settings(target, confirmation_window_size=window, connection_ttl_ms=ttl,
+        settings = client_settings(target, REATTACHING, confirmation_window_size=window, connection_ttl_ms=ttl,
                                    client_failure_check_period_ms=max(50, ttl // 4))
         await warm_up(target)
         async with proxied(target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=p["durable"], transacted=True)
             h = sc.history
-            problems: list[str] = []
-            async with (judged(sc, target.url, settings, evidence, quiet=deadline(QUIET_S),
-                               timeout=deadline(SETTLE_S), problems=problems, sent=p["m"]),
+            async with (sc.judged(target.url, evidence, cck_settings, sent=p["m"]),
                         sc.connection):
                 keys = []
                 for seq in range(p["m"]):
-                    message = sc.flow.message(seq)
-                    keys.append(key_of(message))
+                    in_tx = sc.flow.message(seq)
+                    keys.append(key_of(in_tx))
                     h.invoke_send("producer-1", keys[-1], producer="P1", seq=seq)
-                    await sc.flow.producer.send(message)
+                    await sc.flow.producer.send(in_tx)
                 await outage(proxy, down_s)
                 event = await wait_event(sc.connection, ("reattached", "recreated"), deadline(RESTORE_S + down_s))
                 evidence.note("events", [(e.kind, e.detail) for e in sc.connection.events])
@@ -529,8 +505,7 @@ def test_transaction_across_failover(case: Case, cck_target: Target, cck_make_ta
                         raise AssertionError("commit after the session was recreated succeeded")
                     for seq, key in enumerate(keys):
                         h.fail("producer-1", "send", key, producer="P1", seq=seq)
-                    after = CoreMessage(b"after", durable=True, properties=TypedProperties.of(key=f"{case.id}-after",
-                                                                                               seq=p["m"]))
+                    after = message(f"{case.id}-after", p["m"], body=b"after")
                     h.invoke_send("producer-1", f"{case.id}-after", producer="P1", seq=p["m"])
                     await sc.flow.producer.send(after)
                     await sc.session.commit()
@@ -560,12 +535,11 @@ def test_consumer_keeps_receiving(case: Case, cck_target: Target, cck_settings: 
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, confirmation_window_size=p["window"], block_on_acknowledge=True)
+        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"],
+                                   block_on_acknowledge=True)
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=p["durable"])
-            problems: list[str] = []
-            async with (judged(sc, cck_target.url, settings, evidence, quiet=deadline(QUIET_S),
-                               timeout=deadline(SETTLE_S), problems=problems),
+            async with (sc.judged(cck_target.url, evidence, cck_settings),
                         sc.connection):
                 consumer = await sc.session.create_consumer(sc.queue)
                 sc.session.start()

@@ -22,23 +22,14 @@ from conformance.plugin import Settings
 from conformance.targets import Target
 from conformance.verdicts import Indeterminate
 
-from ._reattach_kit import (
-    Scenario,
-    client_settings,
-    confirmable_session_frames,
-    judged,
-    proxied,
-    run,
-    send_through_a_cut,
-)
+from ._kit import REATTACHING, client_settings, run
+from ._reattach_kit import Scenario, confirmable_session_frames, proxied, send_through_a_cut
 
 KIB = 1024
 #: How long the reattach may take once the link is back.
 RESTORE_S = 20.0
 #: Waiting for the broker's asynchronous answers after a reattach.
 SETTLE_S = 30.0
-#: A drain ends once nothing arrived for this long.
-QUIET_S = 0.5
 
 REPLAY = tuple(
     Case(f"reattach.replay-client.{i}", "reattach.replay",
@@ -118,17 +109,15 @@ def test_client_replays_what_the_broker_missed(case: Case, cck_client: ClientUnd
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, confirmation_window_size=p["window"])
+        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"])
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=p["blocking"], body=b"x" * 100)
-            problems: list[str] = []
-            async with (judged(sc, cck_target.url, settings, evidence, quiet=deadline(QUIET_S),
-                               timeout=deadline(SETTLE_S), problems=problems),
+            async with (sc.judged(cck_target.url, evidence, cck_settings),
                         sc.connection):
                 event = await send_through_a_cut(sc, proxy, evidence, cut_after=p["cut_after"], total=p["total"],
                                                  blocking=p["blocking"], restore_s=deadline(RESTORE_S),
                                                  settle_s=deadline(SETTLE_S))
-                problems += _judge_replay(list(proxy.wire_log), sc.channel, evidence)
+                sc.problems += _judge_replay(list(proxy.wire_log), sc.channel, evidence)
                 assert event.kind == "reattached", (f"the broker kept the session but the client did not reattach: "
                                                     f"{event.kind} {event.detail}")
 

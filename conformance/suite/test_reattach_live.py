@@ -20,15 +20,13 @@ from conformance.plugin import Settings
 from conformance.targets import Target
 from conformance.verdicts import CheckFailed
 
-from . import _running
-from ._reattach_kit import Scenario, client_settings, judged, proxied, run
+from ._kit import REATTACHING, client_settings, observed, run
+from ._reattach_kit import Scenario, proxied
 
 #: How long the broker may take to answer the second connection's REATTACH_SESSION.
 ANSWER_S = 15.0
 #: Waiting for the broker's answers to the first connection's sends.
 SETTLE_S = 30.0
-#: A drain ends once nothing arrived for this long.
-QUIET_S = 0.5
 #: The channel of session setup (CREATESESSION, REATTACH_SESSION and their answers).
 SETUP_CHANNEL = 1
 
@@ -73,19 +71,19 @@ def test_reattach_of_a_live_windowless_session(case: Case, cck_target: Target, c
     async def scenario() -> None:
         # A does not reconnect: once the answer is in, the kit cuts the proxy's links and A simply ends (a session
         # the broker closed would otherwise hold A's SESS_CLOSE until its call timeout)
-        settings = client_settings(cck_target, confirmation_window_size=-1, reconnect_attempts=0)
-        version = settings.version if cck_target.protocol_version is None else cck_target.protocol_version
+        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=-1, reconnect_attempts=0)
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=True)
-            async with (judged(sc, cck_target.url, client_settings(cck_target), evidence, quiet=deadline(QUIET_S),
-                               timeout=deadline(SETTLE_S)),
+            # the drain reconnects as the reattach cases' client does, not windowless
+            async with (sc.judged(cck_target.url, evidence, cck_settings,
+                                  settings=client_settings(cck_target, REATTACHING)),
                         sc.connection):
                 for _ in range(case.params["sends"]):
                     await sc.flow.send_blocking()
                 name = sc.session.name
                 evidence.note("session_name", name)
-                answer = await _running.observed(
-                    _reattach_from(proxy.url, name, version), deadline(ANSWER_S),
+                answer = await observed(
+                    _reattach_from(proxy.url, name, settings.version), deadline(ANSWER_S),
                     "the broker's REATTACH_SESSION_RESP to a second connection's REATTACH_SESSION for a live session "
                     "with window -1")
                 evidence.note("reattach_response", repr(answer))

@@ -16,25 +16,25 @@ from typing import Any
 from conformance.cases import Case, cases
 from conformance.clients import ClientUnderTest
 from conformance.evidence import CaseEvidence
-from conformance.oracles import History, check
+from conformance.oracles import History
 from conformance.plugin import Settings
 from conformance.targets import Target
 from reference.client import ClientError, ConnectionFailed, connect
 
-from ._restart_support import (
+from ._kit import (
     QUIET_S,
     RECEIVE_S,
-    Disruption,
-    Watch,
+    RESTARTING,
     client_settings,
     drain,
-    ensure_queue,
+    judged,
     key_of,
     message,
     queue_for,
+    record_receipt,
     run,
 )
-from ._running import judged_afterwards
+from ._restart_support import Disruption, Watch, ensure_queue
 
 CASE_S = 150.0
 RESTORE_S = 90.0
@@ -110,17 +110,12 @@ def _order(watch: Watch, evidence: CaseEvidence) -> None:
 def test_session_and_consumers_are_recreated(case: Case, cck_target: Target, cck_settings: Settings,
                                               evidence: CaseEvidence) -> None:
     trigger, window = case.params["trigger"], case.params["window"]
-    q1, q2 = queue_for(case) + ".a", queue_for(case) + ".b"
+    q1, q2 = queue_for(case.id) + ".a", queue_for(case.id) + ".b"
     history = History()
 
-    def judge() -> None:
-        result = check(history)
-        evidence.history(history, result, label="after-restart")
-        assert result.ok, result.explanation
-
     async def scenario() -> None:
-        async with judged_afterwards(judge), Disruption(cck_target, trigger) as disruption:
-            settings = client_settings(cck_target, confirmation_window_size=window)
+        async with judged(history, evidence, label="after-restart"), Disruption(cck_target, trigger) as disruption:
+            settings = client_settings(cck_target, RESTARTING, confirmation_window_size=window)
             async with await connect(disruption.url, settings=settings) as connection:
                 watch = Watch(connection)
                 session = await connection.create_session()
@@ -141,8 +136,7 @@ def test_session_and_consumers_are_recreated(case: Case, cck_target: Target, cck
                     history.ok("producer", "send", key, producer=f"P{index}", seq=0)
                 first = await waiting
                 assert first is not None, "the receive waiting across the restart got nothing"
-                history.received("consumer-0", key_of(first), delivery_count=first.delivery_count,
-                                 redelivered=first.delivery_count > 1)
+                record_receipt(history, "consumer-0", first)
                 await consumers[0].acknowledge(first)
                 rest = await drain(consumers[1], history, "consumer-1", expected=1,
                                    quiet_s=cck_settings.deadline(QUIET_S), receive_s=cck_settings.deadline(RECEIVE_S))
@@ -156,22 +150,17 @@ def test_session_and_consumers_are_recreated(case: Case, cck_target: Target, cck
 def test_what_messages_survive(case: Case, cck_target: Target, cck_settings: Settings,
                                evidence: CaseEvidence) -> None:
     trigger, kind = case.params["trigger"], case.params["kind"]
-    queue = queue_for(case)
+    queue = queue_for(case.id)
     history = History()
     count = 10
 
     def durable(seq: int) -> bool:
         return kind == "durable" or (kind == "mixed" and seq % 2 == 0)
 
-    def judge() -> None:
-        result = check(history)
-        evidence.history(history, result, label="messages")
-        assert result.ok, result.explanation
-
     async def scenario() -> None:
-        async with (judged_afterwards(judge),
+        async with (judged(history, evidence, label="messages"),
                     Disruption(cck_target, trigger) as disruption,
-                    await connect(disruption.url, settings=client_settings(cck_target)) as connection):
+                    await connect(disruption.url, settings=client_settings(cck_target, RESTARTING)) as connection):
             watch = Watch(connection)
             session = await connection.create_session()
             await ensure_queue(session, queue)
@@ -199,11 +188,11 @@ def test_what_messages_survive(case: Case, cck_target: Target, cck_settings: Set
 @cases(*WIRING)
 def test_what_queues_survive(case: Case, cck_target: Target, cck_settings: Settings, evidence: CaseEvidence) -> None:
     trigger, kind = case.params["trigger"], case.params["kind"]
-    queue = queue_for(case)
+    queue = queue_for(case.id)
 
     async def scenario() -> None:
         async with (Disruption(cck_target, trigger) as disruption,
-                    await connect(disruption.url, settings=client_settings(cck_target)) as connection):
+                    await connect(disruption.url, settings=client_settings(cck_target, RESTARTING)) as connection):
             watch = Watch(connection)
             session = await connection.create_session()
             await ensure_queue(session, queue, durable=kind == "durable", temporary=kind == "temporary")
@@ -234,11 +223,11 @@ def test_reconnect_attempts_exhausted(case: Case, cck_client: ClientUnderTest, c
     cck_client.require_kit("the case watches the failure listener, a waiting receive and the calls after giving "
                            "up through the kit's client API")
     trigger, attempts = case.params["trigger"], case.params["attempts"]
-    queue = queue_for(case)
+    queue = queue_for(case.id)
 
     async def scenario() -> None:
         async with Disruption(cck_target, trigger) as disruption:
-            settings = client_settings(cck_target, reconnect_attempts=attempts)
+            settings = client_settings(cck_target, RESTARTING, reconnect_attempts=attempts)
             connection = await connect(disruption.url, settings=settings)
             try:
                 watch = Watch(connection)

@@ -11,16 +11,14 @@ redelivery empties the queue.
 
 from __future__ import annotations
 
-import asyncio
-
 from conformance.cases import Case, cases
 from conformance.evidence import CaseEvidence
 from conformance.plugin import Settings
 from conformance.targets import Target
 from reference.client import Consumer, Delivery, Session, connect
 
-from ._restart_support import RECEIVE_S, client_settings, ensure_queue, key_of, message, queue_for, run
-from ._running import POLL_S, observed
+from ._kit import RECEIVE_S, RESTARTING, client_settings, key_of, message, observed, poll, queue_for, run
+from ._restart_support import ensure_queue
 
 CASE_S = 60.0
 COUNT = 5
@@ -54,11 +52,11 @@ async def _receive(consumer: Consumer, count: int, seconds: float, what: str) ->
 @cases(*REDELIVERED)
 def test_rollback_redelivers(case: Case, cck_target: Target, cck_settings: Settings, evidence: CaseEvidence) -> None:
     durable, acked, rollbacks = case.params["durable"], case.params["acked"], case.params["rollbacks"]
-    queue = queue_for(case)
+    queue = queue_for(case.id)
     receive_s = cck_settings.deadline(RECEIVE_S)
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, reconnect_attempts=0)
+        settings = client_settings(cck_target, RESTARTING, reconnect_attempts=0)
         async with await connect(cck_target.nodes[0].url, settings=settings) as connection:
             plain = await connection.create_session()
             await ensure_queue(plain, queue)
@@ -95,18 +93,14 @@ def test_rollback_redelivers(case: Case, cck_target: Target, cck_settings: Setti
                         await consumer.individual_acknowledge(delivery)
                     await session.commit()
 
-            async def left() -> int:
-                return (await plain.queue_query(queue)).message_count
+            remaining: list[int] = []
 
-            remaining = [await left()]
-
-            async def emptied() -> None:
-                while remaining[-1] != 0:
-                    await asyncio.sleep(POLL_S)
-                    remaining.append(await left())
+            async def emptied() -> bool:
+                remaining.append((await plain.queue_query(queue)).message_count)
+                return remaining[-1] == 0
 
             try:
-                await observed(emptied(), cck_settings.deadline(SETTLE_S), "the queue emptied by the final commit")
+                await poll(emptied, cck_settings.deadline(SETTLE_S), lambda: "the queue emptied by the final commit")
             finally:
                 evidence.note("message_counts_after_commit", remaining)
 

@@ -30,15 +30,13 @@ from conformance.plugin import Settings
 from conformance.targets import Target
 from reference.client import BrokerRefused
 
+from ._kit import REATTACHING, client_settings, key_of, run
 from ._reattach_kit import (
     Scenario,
-    client_settings,
     confirmable_session_frames,
-    key_of,
     outage,
     producer_elsewhere,
     proxied,
-    run,
     server_replay_problems,
     wait_event,
 )
@@ -118,7 +116,7 @@ def test_confirmation_cadence(case: Case, cck_target: Target, cck_settings: Sett
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, confirmation_window_size=p["window"])
+        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"])
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=p["blocking"], body=b"c" * p["body"])
             async with sc.connection:
@@ -163,7 +161,7 @@ def test_what_counts(case: Case, cck_target: Target, cck_settings: Settings, evi
 
     async def scenario() -> None:
         extra: dict[str, Any] = {"client_failure_check_period_ms": 20} if p["mode"] == "pings" else {}
-        settings = client_settings(cck_target, confirmation_window_size=window, **extra)
+        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=window, **extra)
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=True, body=b"w" * 100)
             async with sc.connection:
@@ -219,7 +217,7 @@ def test_flush_on_close(case: Case, cck_target: Target, cck_settings: Settings, 
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, confirmation_window_size=p["window"])
+        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"])
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=False)
             async with sc.connection:
@@ -274,7 +272,7 @@ def test_flush_on_ttl_check(case: Case, cck_target: Target, cck_settings: Settin
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, confirmation_window_size=p["window"])
+        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"])
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=False)
             async with sc.connection:
@@ -321,7 +319,7 @@ def test_client_flush_on_ping(case: Case, cck_client: ClientUnderTest, cck_targe
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, confirmation_window_size=p["window"],
+        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"],
                                    client_failure_check_period_ms=p["period"])
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=True)
@@ -373,7 +371,7 @@ def test_client_cache_release(case: Case, cck_client: ClientUnderTest, cck_targe
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, confirmation_window_size=p["window"])
+        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"])
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=False, body=b"r" * p["body"])
             async with sc.connection:
@@ -420,7 +418,7 @@ def test_broker_cache_release(case: Case, cck_target: Target, cck_settings: Sett
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, confirmation_window_size=p["window"])
+        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"])
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=True)
             async with sc.connection:
@@ -517,7 +515,7 @@ def test_window_modes(case: Case, cck_target: Target, cck_settings: Settings, ev
     window = p["window"]
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, confirmation_window_size=window)
+        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=window)
         async with proxied(cck_target, evidence) as proxy:
             sc = await Scenario.open(proxy, settings, case.id, durable=False)
             async with sc.connection:

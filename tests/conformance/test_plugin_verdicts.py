@@ -374,7 +374,7 @@ import pytest
 
 from conformance.cases import Case, cases
 from conformance.oracles import History, check
-from conformance.suite._running import judged_afterwards, run
+from conformance.suite._kit import judged_afterwards, run
 from conformance.verdicts import NotObserved
 from reference.client import connect
 

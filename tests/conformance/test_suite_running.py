@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from conformance.plugin._judge import cause_of
-from conformance.suite._running import judged_afterwards, observed, restarted
+from conformance.suite._kit import judged_afterwards, observed, restarted
 from conformance.targets import NodeStartError
 from conformance.verdicts import CheckFailed, NotObserved
 

@@ -1,0 +1,111 @@
+"""Traffic recorded in a history: keyed sends (the *fill* of a scenario), one receipt recorded the way every
+group records it, and a drain that empties a consumer (expected messages first, then until nothing more
+arrives) on which the groups' drains are built."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Sequence
+from typing import Literal
+
+from conformance.oracles import History
+from conformance.plugin import Settings
+from reference.client import ClientSettings, Connection, Consumer, Delivery, Producer, connect
+
+from ._messages import key_of, message, seq_of
+
+__all__ = ["QUIET_S", "RECEIVE_S", "Ack", "drain", "drain_queue", "drain_url", "record_receipt", "send_keyed",
+           "settle_sends"]
+
+#: How long a "nothing more arrives" drain listens, in (unscaled) seconds.
+QUIET_S = 1.0
+#: How long one receive of an expected message may take, in (unscaled) seconds.
+RECEIVE_S = 10.0
+
+#: How a drain acknowledges: individually (the restart-shaped groups), cumulatively with blocking acks (a
+#: drain that also records its acks as confirmed in the history), or not at all.
+Ack = Literal["individual", "cumulative", "none"]
+
+
+async def send_keyed(producer: Producer, history: History, prefix: str, durable: Sequence[bool], *, name: str,
+                     process: str = "setup", confirmed: bool = True) -> list[str]:
+    """Send one message per entry of ``durable`` (that message durable or not), keyed ``prefix:seq`` and recorded
+    as producer ``name``'s ``seq``: each invoke, and with ``confirmed`` its completion once the send returned (the
+    broker confirmed it); without, the outcome is the caller's to record (a transaction's, a failure's).  The
+    keys, in order."""
+    keys = []
+    for seq, keep in enumerate(durable):
+        key = f"{prefix}:{seq}"
+        history.invoke_send(process, key, producer=name, seq=seq)
+        await producer.send(message(key, seq, durable=keep))
+        if confirmed:
+            history.ok(process, "send", key, producer=name, seq=seq)
+        keys.append(key)
+    return keys
+
+
+def settle_sends(history: History, keys: Sequence[str], survived: Sequence[bool], *, name: str,
+                 process: str) -> None:
+    """Record the outcome of sends :func:`send_keyed` left open (``confirmed=False``): ``ok`` for those that
+    survived (a commit took them), ``fail`` for the others (rolled back, aborted, lost with the broker)."""
+    for seq, (key, ok) in enumerate(zip(keys, survived, strict=True)):
+        (history.ok if ok else history.fail)(process, "send", key, producer=name, seq=seq)
+
+
+def record_receipt(history: History, process: str, delivery: Delivery, *, producer: str | None = None) -> None:
+    """A receipt with its delivery count (redelivered = a count above 1, as the core JMS layer derives it);
+    with ``producer``, also the message's ``seq`` so the history checks that producer's order."""
+    order = {} if producer is None else {"producer": producer, "seq": seq_of(delivery)}
+    history.received(process, key_of(delivery), delivery_count=delivery.delivery_count,
+                     redelivered=delivery.delivery_count > 1, **order)
+
+
+async def drain(consumer: Consumer, history: History, process: str, *, quiet_s: float, expected: int = 0,
+                receive_s: float = 0.0, ack: Ack = "individual", producer: str | None = None,
+                within_s: float | None = None) -> list[Delivery]:
+    """Receive until ``expected`` messages arrived (each within ``receive_s``) and then nothing more for
+    ``quiet_s``, or until ``within_s`` (if given) has passed; every receipt goes into ``history``."""
+    loop = asyncio.get_running_loop()
+    end = None if within_s is None else loop.time() + within_s
+    got: list[Delivery] = []
+    while end is None or loop.time() < end:
+        delivery = await consumer.receive(receive_s if len(got) < expected else quiet_s)
+        if delivery is None:
+            break
+        got.append(delivery)
+        record_receipt(history, process, delivery, producer=producer)
+        if ack == "individual":
+            await consumer.individual_acknowledge(delivery)
+        elif ack == "cumulative":
+            await consumer.acknowledge(delivery)
+            history.ack(process, key_of(delivery))
+    return got
+
+
+async def drain_queue(connection: Connection, queue: str, history: History, expected: int, settings: Settings,
+                      *, process: str = "verifier") -> list[str]:
+    """Everything left in ``queue``, through a new session of ``connection`` (acknowledged, so the queue ends
+    empty): the keys received, in order."""
+    session = await connection.create_session()
+    consumer = await session.create_consumer(queue)
+    session.start()
+    got = await drain(consumer, history, process, expected=expected, quiet_s=settings.deadline(QUIET_S),
+                      receive_s=settings.deadline(RECEIVE_S))
+    await session.close()
+    return [key_of(d) for d in got]
+
+
+async def drain_url(url: str, queue: str, history: History, settings: ClientSettings, *, quiet: float,
+                    timeout: float, process: str = "drain", producer: str = "P1") -> int:
+    """Consume everything left on ``queue`` over a fresh connection straight to ``url`` (not through a proxy),
+    recording each receipt (in ``producer``'s order) and its confirmed acknowledgement; ends once nothing arrives
+    for ``quiet`` s, or after ``timeout`` s.  How many arrived."""
+    plain = dataclasses.replace(settings, reconnect_attempts=0, block_on_acknowledge=True)
+    async with await connect(url, settings=plain) as connection:
+        session = await connection.create_session()
+        consumer = await session.create_consumer(queue)
+        session.start()
+        got = await drain(consumer, history, process, quiet_s=quiet, ack="cumulative", producer=producer,
+                          within_s=timeout)
+    return len(got)
