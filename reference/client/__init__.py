@@ -4,13 +4,15 @@ and an asyncio face over it.
 Sessions, producers with credits, consumers with window flow control, cumulative
 and individual acks, local transactions and the XA set; a :class:`ServerLocator` balances
 its connections over the URL's connectors or the brokers' topology (Artemis's four
-load-balancing policies, ``reference.client._balance``).  The conformance issue
-grows it into a full ServerLocator (reconnect, reattach, failover).
+load-balancing policies, ``reference.client._balance``).  Connecting, reconnecting and
+the reattach or recreate of every session after a failure are one sans-IO state
+machine (:class:`Failover`, ``_failover.py``) that the asyncio layer only carries out.
 """
 
 from __future__ import annotations
 
-from ._aio import Connection, Consumer, FailoverEvent, Producer, ServerLocator, Session, connect
+from ._aio import Connection, ServerLocator, connect
+from ._aio_session import Consumer, Producer, Session
 from ._balance import (
     FIRST_ELEMENT,
     RANDOM,
@@ -23,7 +25,7 @@ from ._balance import (
 )
 from ._calls import Call, CallQueue
 from ._connection import ClientConnectionCore, TopologyMember
-from ._discovery import DiscoveryReceiver, connector_of
+from ._discovery import DiscoveryReceiver
 from ._errors import (
     BrokerRefused,
     CallTimeout,
@@ -36,7 +38,18 @@ from ._errors import (
     TransactionRolledBack,
     XAError,
 )
-from ._locator import Connector, DiscoveryEndpoint, LocatorURL, RetryLoop, intervals, parse_locator_url
+from ._failover import Failover
+from ._failover_terms import FailoverEvent
+from ._locator import (
+    Connector,
+    DiscoveryEndpoint,
+    LocatorURL,
+    Reconnect,
+    RetryLoop,
+    connector_of,
+    intervals,
+    parse_locator_url,
+)
 from ._session import ConsumerCore, Delivery, ProducerCore, SessionCore, SessionOptions
 from ._settings import ClientSettings
 
@@ -62,6 +75,7 @@ __all__ = [
     "Delivery",
     "DiscoveryEndpoint",
     "DiscoveryReceiver",
+    "Failover",
     "FailoverEvent",
     "FailoverInterrupted",
     "InitialConnect",
@@ -71,6 +85,7 @@ __all__ = [
     "Producer",
     "ProducerCore",
     "ProtocolViolation",
+    "Reconnect",
     "RetryLoop",
     "ServerLocator",
     "Session",

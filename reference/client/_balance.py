@@ -194,7 +194,7 @@ class InitialConnect(Generic[T]):
         while True:
             connector = attempt.next_connector()
             ...  # connect; on failure:
-            retry_at = attempt.failed(now)   # None: give up
+            retry_at = attempt.failed(now_ms)   # None: give up
     """
 
     def __init__(self, balancer: Balancer[T], initial_connect_attempts: int, waits: Iterator[int]) -> None:
@@ -207,11 +207,15 @@ class InitialConnect(Generic[T]):
         self.attempts = 0  # on the current list
         self.failures = 0  # in all
 
+    def candidates(self) -> tuple[T, ...]:
+        """The list the next attempt chooses from."""
+        return self.balancer.candidates(self.from_initial)
+
     def next_connector(self) -> T:
         return self.balancer.select(self.from_initial)
 
-    def failed(self, now: float) -> float | None:
-        """Record a failed attempt at ``now`` (seconds); when to try again, or None to give up."""
+    def failed(self, now_ms: int) -> int | None:
+        """Record a failed attempt at ``now_ms``; when to try again (ms), or None to give up."""
         self.attempts += 1
         self.failures += 1
         if self.configured >= 0:
@@ -226,4 +230,4 @@ class InitialConnect(Generic[T]):
                     self._topology_tried = True
                 self.from_initial = not self.from_initial
                 self.attempts = 0
-        return now + next(self.waits) / 1000
+        return now_ms + next(self.waits)

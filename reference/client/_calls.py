@@ -26,21 +26,25 @@ class Call:
     """One request waiting for its answer.
 
     ``expect`` is the response type (or types) that completes it; an EXCEPTION
-    always completes it with :class:`BrokerRefused`.  ``deadline`` (monotonic
-    seconds) is ``None`` for requests nobody blocks on (asynchronous sends).
+    always completes it with :class:`BrokerRefused`.  A call someone blocks on has a
+    ``timeout_ms``; requests nobody blocks on (asynchronous sends) have none and never time out.
+
+    The timeout runs from when the request goes out, not from when it was made: the connection core
+    stamps ``deadline`` (monotonic ms) in ``take_output(now_ms)``, so making a request needs no clock.
     """
 
-    __slots__ = ("_callbacks", "_error", "_result", "blocking", "correlation_id", "deadline", "expect", "request",
-                 "timeout_ms")
+    __slots__ = ("_callbacks", "_error", "_result", "_stamped", "blocking", "correlation_id", "deadline", "expect",
+                 "request", "timeout_ms")
 
     def __init__(self, request: str, expect: tuple[type[Packet], ...], correlation_id: int | None,
-                 deadline: float | None, timeout_ms: int = 0) -> None:
+                 timeout_ms: int | None = None, *, deadline_ms: int | None = None) -> None:
         self.request = request
         self.expect = expect
         self.correlation_id = correlation_id
-        self.deadline = deadline
-        self.blocking = deadline is not None
-        self.timeout_ms = timeout_ms
+        self.blocking = timeout_ms is not None
+        self.timeout_ms = 0 if timeout_ms is None else timeout_ms
+        self.deadline: int | None = deadline_ms
+        self._stamped = deadline_ms is not None or not self.blocking
         self._result: Packet | None = _UNSET
         self._error: ClientError | None = None
         self._callbacks: list[Callable[[Call], None]] = []
@@ -61,6 +65,17 @@ class Call:
             raise RuntimeError(f"{self.request}: result() before the call completed")
         assert self._result is not None
         return self._result
+
+    def stamp(self, now_ms: int) -> None:
+        """Start the timeout of a blocking call whose request has just gone out (once)."""
+        if not self._stamped:
+            self.deadline = now_ms + self.timeout_ms
+            self._stamped = True
+
+    def bound(self, deadline_ms: int | None) -> None:
+        """Replace the deadline (failover: ``None`` is "wait forever", and is not stamped again)."""
+        self.deadline = deadline_ms
+        self._stamped = True
 
     def add_done_callback(self, callback: Callable[[Call], None]) -> None:
         if self.done:
@@ -92,6 +107,8 @@ class CallQueue:
 
     def __init__(self) -> None:
         self._calls: deque[Call] = deque()
+        #: Blocking calls whose timeout has not started yet (their requests have not gone out).
+        self._unstamped: list[Call] = []
         #: Correlated answers that matched no waiting call (see :meth:`answer`).
         self.stray: list[Packet] = []
 
@@ -100,6 +117,8 @@ class CallQueue:
 
     def add(self, call: Call) -> Call:
         self._calls.append(call)
+        if not call._stamped:
+            self._unstamped.append(call)
         return call
 
     def answer(self, packet: Packet) -> Call | None:
@@ -136,15 +155,21 @@ class CallQueue:
             raise error
         return call
 
-    def expire(self, now: float) -> list[Call]:
+    def stamp(self, now_ms: int) -> None:
+        """The requests made since the last output have gone out at ``now_ms``: start their timeouts."""
+        unstamped, self._unstamped = self._unstamped, []
+        for call in unstamped:
+            call.stamp(now_ms)
+
+    def expire(self, now_ms: int) -> list[Call]:
         """Fail every call past its deadline with CallTimeout; returns them."""
-        expired = [c for c in self._calls if c.deadline is not None and now >= c.deadline]
+        expired = [c for c in self._calls if c.deadline is not None and now_ms >= c.deadline]
         for call in expired:
             self._calls.remove(call)
             call.fail(CallTimeout(call.request, call.timeout_ms))
         return expired
 
-    def next_deadline(self) -> float | None:
+    def next_deadline(self) -> int | None:
         deadlines = [c.deadline for c in self._calls if c.deadline is not None]
         return min(deadlines) if deadlines else None
 
@@ -154,11 +179,11 @@ class CallQueue:
             call = self._calls.popleft()
             call.fail(error(call))
 
-    def extend_deadlines(self, deadline: float | None) -> None:
+    def extend_deadlines(self, deadline_ms: int | None) -> None:
         """While the connection is being re-established a waiting call is bounded by the failover timeout."""
         for call in self._calls:
             if call.blocking:
-                call.deadline = deadline
+                call.bound(deadline_ms)
 
     def fail_all(self, error: ClientError) -> None:
         calls, self._calls = self._calls, deque()

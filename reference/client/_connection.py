@@ -2,9 +2,11 @@
 
 Feed it the bytes that arrive (:meth:`ClientConnectionCore.receive`), call
 :meth:`tick` when :meth:`next_deadline` passes, and write what
-:meth:`take_output` returns.  Time comes from the injected ``clock``
-(monotonic seconds), so every timer — pings, the TTL check, call timeouts,
-the topology wait — can be driven by a test without sleeping.
+:meth:`take_output` returns.  Every input takes ``now_ms`` (monotonic
+milliseconds, ``reference._clock``) and the core never reads a clock, so every
+timer — pings, the TTL check, call timeouts, the topology wait — can be driven
+by a test without sleeping.  A request's timeout starts when its bytes are
+taken for sending (``take_output(now_ms)``), so making one needs no time.
 
 Channels: 0 carries PING, topology and DISCONNECT; 1 carries session creation
 (and, in the next issue, reattach); every session gets its own channel from 10
@@ -81,9 +83,8 @@ class TopologyMember:
 class ClientConnectionCore:
     """One connection's protocol state: channels, sessions, timers, output."""
 
-    def __init__(self, settings: ClientSettings, clock: Callable[[], float]) -> None:
+    def __init__(self, settings: ClientSettings) -> None:
         self.settings = settings
-        self.clock = clock
         self.version = settings.version
         self.decoder = FrameDecoder(version=settings.version)
         self.sessions: dict[int, SessionCore] = {}
@@ -97,29 +98,29 @@ class ClientConnectionCore:
         self._setup_calls = CallQueue()
         self._topology_call: Call | None = None
         self._next_channel = FIRST_SESSION_CHANNEL
-        self._next_ping: float | None = None
+        self._next_ping: int | None = None
         #: Detach sessions on failure instead of failing them (set by a reconnecting session factory).
         self.keep_sessions = False
-        self._last_check = 0.0
+        self._last_check = 0
         self._data_since_check = False
         self._started = False
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self) -> Call:
+    def start(self, now_ms: int) -> Call:
         """Write the preamble, the first PING and SUBSCRIBE_TOPOLOGY_V2.  The returned call completes
         when the broker's topology ends with ``last=true`` (Artemis waits for that before any session)."""
         if self._started:
             raise RuntimeError("start() called twice")
         self._started = True
-        now = self.clock()
+        now = now_ms
         self._outbox += PREAMBLE
         self._last_check = now
         self._ping(now)
         self.send_raw(PING_CHANNEL, SubscribeClusterTopologyUpdatesMessageV2(False, self.settings.version))
         timeout = self.settings.topology_timeout_ms
-        self._topology_call = Call("SUBSCRIBE_TOPOLOGY (waiting for last=true)", _TOPOLOGY, None,
-                                   now + timeout / 1000, timeout)
+        self._topology_call = Call("SUBSCRIBE_TOPOLOGY (waiting for last=true)", _TOPOLOGY, None, timeout,
+                                   deadline_ms=now + timeout)
         if self.failure is not None:
             # The socket can close between the TCP connect and start() (a broker that is stopping accepts
             # and hangs up); no timer runs on a failed core, so the call must fail now or nobody would end it.
@@ -132,10 +133,14 @@ class ClientConnectionCore:
         self.closed = True
         return [session.close() for session in list(self.sessions.values()) if not session.closed]
 
-    def connection_lost(self, reason: str = "the TCP connection closed") -> None:
-        self.fail(ConnectionFailed(reason, int(ExceptionType.NOT_CONNECTED)))
+    @property
+    def started(self) -> bool:
+        return self._started
 
-    def fail(self, error: ClientError) -> None:
+    def connection_lost(self, reason: str, now_ms: int) -> None:
+        self.fail(ConnectionFailed(reason, int(ExceptionType.NOT_CONNECTED)), now_ms)
+
+    def fail(self, error: ClientError, now_ms: int) -> None:
         """The connection is unusable: every waiter and reader learns why; listeners are told once.
 
         With ``keep_sessions`` (a session factory that will reconnect) the sessions are detached instead
@@ -151,7 +156,7 @@ class ClientConnectionCore:
             self._topology_call.fail(error)
         if self.keep_sessions and not self.closed:
             timeout = self.settings.call_failover_timeout_ms
-            deadline = None if timeout == -1 else self.clock() + timeout / 1000
+            deadline = None if timeout == -1 else now_ms + timeout
             for session in self.sessions.values():
                 if not session.closed:
                     session.detach(deadline)
@@ -188,7 +193,8 @@ class ClientConnectionCore:
                 session.closed = True
                 return
             response = done.result()
-            assert isinstance(response, CreateSessionResponseMessage)
+            if not isinstance(response, CreateSessionResponseMessage):
+                raise ProtocolViolation(f"CREATESESSION answered by {response.type_name()}")
             session.server_version = response.server_version
             # Later frames are written and read at the version the broker answered with.
             self.version = self.decoder.version = response.server_version
@@ -251,16 +257,18 @@ class ClientConnectionCore:
         """A packet outside any resend cache (PING, PACKETS_CONFIRMED, channel 0 and 1 traffic)."""
         self._outbox += encode_packet(packet, channel, version=self.version)
 
-    def take_output(self) -> bytes:
+    def take_output(self, now_ms: int) -> bytes:
+        """The bytes to write; the requests among them have gone out at ``now_ms`` (their timeouts start)."""
+        self._setup_calls.stamp(now_ms)
+        for session in self.sessions.values():
+            session.calls.stamp(now_ms)
         data = bytes(self._outbox)
         self._outbox.clear()
         return data
 
     def new_call(self, request: str, expect: tuple[type[Packet], ...], correlation: int | None,
                  *, blocking: bool) -> Call:
-        timeout = self.settings.call_timeout_ms
-        deadline = self.clock() + timeout / 1000 if blocking else None
-        return Call(request, expect, correlation, deadline, timeout)
+        return Call(request, expect, correlation, self.settings.call_timeout_ms if blocking else None)
 
     def _check_usable(self) -> None:
         if self.failure is not None:
@@ -268,25 +276,25 @@ class ClientConnectionCore:
 
     # ------------------------------------------------------------------ input
 
-    def receive(self, data: bytes) -> None:
+    def receive(self, data: bytes, now_ms: int) -> None:
         if self.failure is not None:
             return
         self._data_since_check = True
         self.decoder.feed(data)
         try:
             for frame in self.decoder:
-                self._dispatch(frame)
+                self._dispatch(frame, now_ms)
                 if self.has_failed:
                     return
         except CodecError as exc:
-            self.fail(ProtocolViolation(f"undecodable bytes from the broker: {exc}"))
+            self.fail(ProtocolViolation(f"undecodable bytes from the broker: {exc}"), now_ms)
         except ProtocolViolation as exc:
-            self.fail(exc)
+            self.fail(exc, now_ms)
 
-    def _dispatch(self, frame: CodecFrame) -> None:
+    def _dispatch(self, frame: CodecFrame, now_ms: int) -> None:
         channel, packet = frame.channel_id, frame.packet
         if channel == PING_CHANNEL:
-            self._channel0(packet)
+            self._channel0(packet, now_ms)
         elif channel == SESSION_SETUP_CHANNEL:
             if not packet.IS_RESPONSE:
                 raise ProtocolViolation(f"{packet.type_name()} on channel 1 is not an answer to anything")
@@ -297,7 +305,7 @@ class ClientConnectionCore:
                 return  # a closed session's channel: late packets are dropped, as Artemis does
             session.handle(frame)
 
-    def _channel0(self, packet: Packet) -> None:
+    def _channel0(self, packet: Packet, now_ms: int) -> None:
         if isinstance(packet, Ping | PacketsConfirmedMessage):
             return  # the echo of our PING: receiving it is the liveness signal
         if isinstance(packet, _TOPOLOGY):
@@ -307,14 +315,15 @@ class ClientConnectionCore:
             said = f"the broker (node {packet.node_id}) sent {packet.type_name()}"
             if reason is not None:
                 said += f" reason {_reason_name(reason)}"
-            self.fail(ConnectionFailed(said, int(ExceptionType.DISCONNECTED)))
+            self.fail(ConnectionFailed(said, int(ExceptionType.DISCONNECTED)), now_ms)
         elif isinstance(packet, ActiveMQExceptionMessage):
-            self.fail(BrokerRefused(packet.code, packet.message, "the connection"))
+            self.fail(BrokerRefused(packet.code, packet.message, "the connection"), now_ms)
         else:
             raise ProtocolViolation(f"{packet.type_name()} is not valid on channel 0")
 
     def _topology(self, packet: Packet) -> None:
-        assert isinstance(packet, _TOPOLOGY)
+        if not isinstance(packet, _TOPOLOGY):
+            raise ProtocolViolation(f"{packet.type_name()} is not a topology message")
         member: TopologyMember | None = None
         if packet.exit:
             self.topology.pop(packet.node_id, None)
@@ -328,7 +337,7 @@ class ClientConnectionCore:
 
     # ------------------------------------------------------------------ time
 
-    def next_deadline(self) -> float | None:
+    def next_deadline(self) -> int | None:
         candidates = [self._next_ping, self._setup_calls.next_deadline()]
         candidates += [s.calls.next_deadline() for s in self.sessions.values()]
         if self._topology_call is not None and not self._topology_call.done:
@@ -336,11 +345,11 @@ class ClientConnectionCore:
         due = [c for c in candidates if c is not None]
         return min(due) if due else None
 
-    def tick(self) -> None:
+    def tick(self, now_ms: int) -> None:
         """Run every timer that is due: call timeouts, then the ping / failure check."""
         if self.failure is not None:
             return
-        now = self.clock()
+        now = now_ms
         expired = self._setup_calls.expire(now)
         for session in self.sessions.values():
             expired += session.calls.expire(now)
@@ -352,22 +361,22 @@ class ClientConnectionCore:
             # As the Java client does: a call that times out fails the whole connection (the FIFO
             # of answers cannot be trusted once one answer is missing).
             self.fail(ConnectionFailed(f"{expired[0].request} timed out after {expired[0].timeout_ms} ms",
-                                       int(ExceptionType.CONNECTION_TIMEDOUT)))
+                                       int(ExceptionType.CONNECTION_TIMEDOUT)), now)
             return
         if self._next_ping is not None and now >= self._next_ping:
             ttl = self.settings.connection_ttl_ms
-            if ttl != -1 and now >= self._last_check + ttl / 1000:
+            if ttl != -1 and now >= self._last_check + ttl:
                 if not self._data_since_check:
                     self.fail(ConnectionFailed(f"nothing received from the broker for {ttl} ms (connection TTL)",
-                                               int(ExceptionType.CONNECTION_TIMEDOUT)))
+                                               int(ExceptionType.CONNECTION_TIMEDOUT)), now)
                     return
                 self._last_check = now
                 self._data_since_check = False
             self._ping(now)
 
-    def _ping(self, now: float) -> None:
+    def _ping(self, now: int) -> None:
         for session in self.sessions.values():
             session.flush_confirmations()
         self.send_raw(PING_CHANNEL, Ping(self.settings.connection_ttl_ms))
         period = self.settings.client_failure_check_period_ms
-        self._next_ping = now + period / 1000 if period > 0 else None
+        self._next_ping = now + period if period > 0 else None

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from codec import ExceptionType, TransportConfiguration
+from codec import ExceptionType
 
 from ..discovery import (
     ConnectorChanged,
@@ -32,36 +32,11 @@ from ..discovery import (
     open_multicast_receiver,
 )
 from ._errors import ConnectionFailed
-from ._locator import DEFAULT_PORT, Connector, DiscoveryEndpoint
+from ._locator import Connector, DiscoveryEndpoint, connector_of
 
 LOG = logging.getLogger("reference.client.discovery")
 
 __all__ = ["DiscoveryReceiver", "connector_of", "discover"]
-
-#: Artemis's Netty connector defaults (TransportConstants.DEFAULT_HOST / DEFAULT_PORT) for a
-#: TransportConfiguration without ``host`` or ``port``.
-_DEFAULT_HOST = "localhost"
-
-
-def connector_of(config: TransportConfiguration) -> Connector | None:
-    """The TCP connector a TransportConfiguration describes, or ``None`` when it is not a Netty connector.
-
-    ``host`` and ``port`` may be strings (URI-built connectors) or numbers (programmatic ones), notes §3.8;
-    a missing one takes Artemis's Netty default (localhost, 61616)."""
-    if not config.factory_class_name.endswith("NettyConnectorFactory"):
-        return None
-    host = config.param("host", _DEFAULT_HOST)
-    port = config.param("port", DEFAULT_PORT)
-    if not isinstance(host, str) or not isinstance(port, int | str) or isinstance(port, bool):
-        return None
-    try:
-        number = int(port)
-    except ValueError:
-        return None
-    if not 0 < number < 65536:
-        return None
-    return Connector(host, number)
-
 
 def _warning(change: DiscoveryChange) -> str | None:
     """What the client warns about: a datagram it cannot read, two servers with one node ID, and a

@@ -13,7 +13,8 @@ are client settings, as Artemis's JMS ``UDPSchema`` applies them to the connecti
 
 The schedule is pure arithmetic on the settings; :class:`RetryLoop` turns it into
 "attempt now / attempt at t / give up" decisions for a caller that owns the
-sockets and the clock.
+sockets and the clock, and :class:`Reconnect` walks it over the candidate servers
+of a reconnection (the failed one, then its backups).
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
 from urllib.parse import unquote_plus
 
+from codec import TransportConfiguration
+
 from ._settings import ClientSettings, _camel
 
-__all__ = ["Connector", "DiscoveryEndpoint", "LocatorURL", "RetryLoop", "intervals", "parse_locator_url"]
+__all__ = ["Connector", "DiscoveryEndpoint", "LocatorURL", "Reconnect", "RetryLoop", "connector_of", "intervals",
+           "parse_locator_url"]
 
 _AUTHORITY = re.compile(r"^(?P<host>\[[^\]]*\]|[^:/?#\[\]]+)(?::(?P<port>\d{1,5}))?/?$")
 DEFAULT_PORT = 61616
@@ -40,6 +44,31 @@ class Connector:
     @property
     def url(self) -> str:
         return f"tcp://{self.host}:{self.port}"
+
+
+#: Artemis's Netty connector defaults (TransportConstants.DEFAULT_HOST / DEFAULT_PORT) for a
+#: TransportConfiguration without ``host`` or ``port``.
+_DEFAULT_HOST = "localhost"
+
+
+def connector_of(config: TransportConfiguration) -> Connector | None:
+    """The TCP connector a TransportConfiguration describes, or ``None`` when it is not a Netty connector.
+
+    ``host`` and ``port`` may be strings (URI-built connectors) or numbers (programmatic ones), notes §3.8;
+    a missing one takes Artemis's Netty default (localhost, 61616)."""
+    if not config.factory_class_name.endswith("NettyConnectorFactory"):
+        return None
+    host = config.param("host", _DEFAULT_HOST)
+    port = config.param("port", DEFAULT_PORT)
+    if not isinstance(host, str) or not isinstance(port, int | str) or isinstance(port, bool):
+        return None
+    try:
+        number = int(port)
+    except ValueError:
+        return None
+    if not 0 < number < 65536:
+        return None
+    return Connector(host, number)
 
 
 @dataclass(frozen=True)
@@ -239,10 +268,47 @@ class RetryLoop:
     def enabled(self) -> bool:
         return self.limit != 0
 
-    def attempt_failed(self, now: float) -> float | None:
-        """Record a failed attempt at ``now``; returns when to try again, or None to give up."""
+    def attempt_failed(self, now_ms: int) -> int | None:
+        """Record a failed attempt at ``now_ms``; returns when to try again (ms), or None to give up."""
         self.failures += 1
         limit = self.limit
         if limit is not None and self.failures >= limit:
             return None
-        return now + next(self._intervals) / 1000
+        return now_ms + next(self._intervals)
+
+
+class Reconnect:
+    """The reconnect loop of notes §11.4 over candidate servers: the server that failed first, then its backups.
+
+    One attempt walks the candidates one after another without waiting (as Artemis's client tries the live
+    connector, then the backup's); only when every candidate has failed does the attempt count against
+    ``reconnectAttempts`` and the wait of :class:`RetryLoop` begin.  With one candidate this is exactly the
+    RetryLoop: the first attempt at once, then retryInterval backed off.
+    """
+
+    def __init__(self, settings: ClientSettings, targets: tuple[Connector, ...]) -> None:
+        if not targets:
+            raise ValueError("a reconnection needs at least one server to try")
+        self.targets = targets
+        self._loop = RetryLoop(settings, reconnect=True)
+        self._next = 0
+
+    @property
+    def failures(self) -> int:
+        """Failed attempts so far (an attempt fails when every candidate has)."""
+        return self._loop.failures
+
+    def candidates(self) -> tuple[Connector, ...]:
+        return self.targets
+
+    def next_connector(self) -> Connector:
+        return self.targets[self._next]
+
+    def failed(self, now_ms: int) -> int | None:
+        """The candidate just tried failed at ``now_ms``: the next candidate at once, or after the last one the
+        loop's next wait; None to give up."""
+        self._next += 1
+        if self._next < len(self.targets):
+            return now_ms
+        self._next = 0
+        return self._loop.attempt_failed(now_ms)

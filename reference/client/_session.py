@@ -19,6 +19,8 @@ What the Java client does and this follows (notes §7-§9, §13):
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -101,7 +103,7 @@ from ._errors import (
 if TYPE_CHECKING:
     from ._connection import ClientConnectionCore
 
-__all__ = ["ConsumerCore", "Delivery", "ProducerCore", "SessionCore", "SessionOptions"]
+__all__ = ["ConsumerCore", "Delivery", "ProducerCore", "SessionCore", "SessionOptions", "fresh_session_name"]
 
 _NULL = (NullResponseMessage,)
 _QUEUE_QUERY = (SessionQueueQueryResponseMessage, SessionQueueQueryResponseMessage_V2,
@@ -112,6 +114,12 @@ _BINDING_QUERY = (SessionBindingQueryResponseMessage, SessionBindingQueryRespons
 _XA = (SessionXAResponseMessage,)
 #: SESS_COMMIT carries a correlation ID from this version on (SessionCommitMessage_V2).
 _COMMIT_CORRELATED_VERSION = 132
+_session_numbers = itertools.count(1)
+
+
+def fresh_session_name() -> str:
+    """A name no broker has seen: a new session, or a session recreated after failover (notes §9.5)."""
+    return f"cck-{uuid.uuid4()}-{next(_session_numbers)}"
 
 
 @dataclass(frozen=True)
@@ -366,27 +374,27 @@ class SessionCore:
 
     # ------------------------------------------------------------------ failover
 
-    def detach(self, failover_deadline: float | None) -> None:
+    def detach(self, failover_deadline_ms: int | None) -> None:
         """The connection failed and a new one is being made: keep everything, hold new writes, and bound
         the calls already waiting by the failover timeout instead of the dead connection's timers."""
         self.attached = False
         self._calls_at_detach = len(self.calls)
-        self.calls.extend_deadlines(failover_deadline)
+        self.calls.extend_deadlines(failover_deadline_ms)
 
     def reattach_request(self) -> ReattachSessionMessage:
         """REATTACH_SESSION: our name and the last broker command we processed."""
         return ReattachSessionMessage(self.options.name, self.receive_window.last_confirmed)
 
-    def reattached(self, connection: ClientConnectionCore, broker_last_confirmed: int, call_deadline: float) -> int:
+    def reattached(self, connection: ClientConnectionCore, broker_last_confirmed: int, call_deadline_ms: int) -> int:
         """The broker kept the session: resend what it has not seen, then what was held; returns how many
         cached commands were replayed."""
         self.connection = connection
         replay = self.send_window.replay_after(broker_last_confirmed)
         connection.write_frames(replay)
-        self._resume(call_deadline)
+        self._resume(call_deadline_ms)
         return len(replay)
 
-    def recreated(self, connection: ClientConnectionCore, server_version: int, call_deadline: float) -> None:
+    def recreated(self, connection: ClientConnectionCore, server_version: int, call_deadline_ms: int) -> None:
         """The broker lost the session and a new one was created on the same channel (notes §9.5): fresh
         windows, consumers and the started state rebuilt, waiting calls told their outcome is unknown,
         a transaction with work in it marked rollback-only, an XA branch reported failed."""
@@ -414,11 +422,11 @@ class SessionCore:
             self.write(SessionXAAfterFailedMessage(self.active_xid))
         if self.started:
             self.write(SessionStart())
-        self._resume(call_deadline)
+        self._resume(call_deadline_ms)
 
-    def _resume(self, call_deadline: float) -> None:
+    def _resume(self, call_deadline_ms: int) -> None:
         self.attached = True
-        self.calls.extend_deadlines(call_deadline)
+        self.calls.extend_deadlines(call_deadline_ms)
         held, self.held = self.held, []
         for packet in held:
             self.write(packet)
@@ -562,7 +570,7 @@ class SessionCore:
         fails with TransactionRolledBack once the broker has rolled back."""
         if self.rollback_only:
             rollback = self.rollback()
-            failed = Call("SESS_COMMIT", _NULL, None, None)
+            failed = Call("SESS_COMMIT", _NULL, None)
             rollback.add_done_callback(lambda done: failed.fail(done.error or TransactionRolledBack(self.options.name)))
             return failed
         correlation = self._blocking_id() if self.server_version >= _COMMIT_CORRELATED_VERSION else None

@@ -1,5 +1,5 @@
 """The client's sans-IO core against the broker's sans-IO core, bytes moved by hand and time
-from a fake clock: handshake, correlation IDs, the confirmation window, credits, timers and
+passed in (monotonic ms): handshake, correlation IDs, the confirmation window, credits, timers and
 failures, each checked on the frames that actually crossed."""
 
 from __future__ import annotations
@@ -47,10 +47,9 @@ CONN = 1
 
 @dataclass
 class FakeClock:
-    now: float = 100.0
+    """The ``now_ms`` both cores are given."""
 
-    def __call__(self) -> float:
-        return self.now
+    now: int = 100_000
 
 
 @dataclass
@@ -69,7 +68,7 @@ class Link:
     def pump(self) -> None:
         """Move bytes both ways until neither side has anything to say."""
         for _ in range(100):
-            out = self.client.take_output()
+            out = self.client.take_output(self.clock.now)
             if out:
                 self.up.feed(out)
                 self.to_broker.extend(self.up)
@@ -78,7 +77,7 @@ class Link:
             if back:
                 self.down.feed(back)
                 self.to_client.extend(self.down)
-                self.client.receive(back)
+                self.client.receive(back, self.clock.now)
             if not out and not back:
                 return
         raise AssertionError("the two cores kept talking for 100 rounds")
@@ -100,10 +99,10 @@ def link(**settings: object) -> Link:
     clock = FakeClock()
     broker = BrokerCore(BrokerSettings(node_id="node-1"))
     broker.connection_made(CONN, clock.now)
-    client = ClientConnectionCore(ClientSettings(**settings), clock)  # type: ignore[arg-type]
+    client = ClientConnectionCore(ClientSettings(**settings))  # type: ignore[arg-type]
     result = Link(client, broker, clock)
     client.failure_listeners.append(result.failures.append)
-    topology = client.start()
+    topology = client.start(clock.now)
     result.pump()
     assert topology.done
     assert topology.error is None
@@ -119,18 +118,18 @@ def message(body: bytes = b"m", *, durable: bool = False, address: str = "q") ->
 
 def test_start_writes_preamble_ping_and_subscribe_then_waits_for_the_last_topology_message() -> None:
     clock = FakeClock()
-    client = ClientConnectionCore(ClientSettings(connection_ttl_ms=45_000), clock)
-    topology = client.start()
-    out = client.take_output()
+    client = ClientConnectionCore(ClientSettings(connection_ttl_ms=45_000))
+    topology = client.start(clock.now)
+    out = client.take_output(clock.now)
     assert out.startswith(PREAMBLE)
     decoder = FrameDecoder(expect_preamble=True)
     decoder.feed(out)
     assert [f.packet for f in decoder] == [Ping(45_000), SubscribeClusterTopologyUpdatesMessageV2(False, 136)]
     assert not topology.done
     broker = BrokerCore(BrokerSettings(node_id="node-7"))
-    broker.connection_made(CONN, 0.0)
-    broker.receive(CONN, out, 0.0)
-    client.receive(broker.take_output()[CONN])
+    broker.connection_made(CONN, clock.now)
+    broker.receive(CONN, out, clock.now)
+    client.receive(broker.take_output()[CONN], clock.now)
     assert topology.done
     assert topology.error is None
     assert "node-7" in client.topology
@@ -138,14 +137,14 @@ def test_start_writes_preamble_ping_and_subscribe_then_waits_for_the_last_topolo
 
 def test_without_the_topology_the_connection_fails_after_topology_timeout() -> None:
     clock = FakeClock()
-    client = ClientConnectionCore(ClientSettings(topology_timeout_ms=2_000), clock)
-    topology = client.start()
-    assert client.next_deadline() == pytest.approx(clock.now + 2.0)
-    clock.now += 1.999
-    client.tick()
+    client = ClientConnectionCore(ClientSettings(topology_timeout_ms=2_000))
+    topology = client.start(clock.now)
+    assert client.next_deadline() == clock.now + 2_000
+    clock.now += 1_999
+    client.tick(clock.now)
     assert not topology.done
-    clock.now += 0.001
-    client.tick()
+    clock.now += 1
+    client.tick(clock.now)
     assert isinstance(topology.error, CallTimeout)
     assert isinstance(client.failure, ConnectionFailed)
     assert client.failure.code == ExceptionType.CONNECTION_TIMEDOUT
@@ -155,9 +154,9 @@ def test_a_socket_lost_before_start_fails_the_topology_wait_at_once() -> None:
     # A broker that is stopping can accept the TCP connection and hang up before the handshake is written;
     # no timer runs on a failed core, so a topology call left waiting would hang a reconnection forever.
     clock = FakeClock()
-    client = ClientConnectionCore(ClientSettings(topology_timeout_ms=2_000), clock)
-    client.connection_lost("the TCP connection to 127.0.0.1:61616 closed")
-    topology = client.start()
+    client = ClientConnectionCore(ClientSettings(topology_timeout_ms=2_000))
+    client.connection_lost("the TCP connection to 127.0.0.1:61616 closed", clock.now)
+    topology = client.start(clock.now)
     assert topology.done
     assert topology.error is client.failure
     assert isinstance(topology.error, ConnectionFailed)
@@ -252,8 +251,8 @@ def test_a_ping_flushes_a_partly_filled_window() -> None:
     session.create_queue("q", "q")
     wire.pump()
     assert not wire.sent(PacketsConfirmedMessage)
-    wire.clock.now += 1.0
-    wire.client.tick()
+    wire.clock.now += 1_000
+    wire.client.tick(wire.clock.now)
     wire.pump()
     confirmed = wire.sent(PacketsConfirmedMessage)
     assert confirmed == [PacketsConfirmedMessage(session.receive_window.last_confirmed)]
@@ -372,13 +371,14 @@ def test_an_exception_answer_becomes_broker_refused_with_its_type() -> None:
 
 def test_a_call_that_times_out_fails_the_connection_and_every_waiter() -> None:
     clock = FakeClock()
-    client = ClientConnectionCore(ClientSettings(call_timeout_ms=500), clock)
+    client = ClientConnectionCore(ClientSettings(call_timeout_ms=500))
     failures: list[ClientError] = []
     client.failure_listeners.append(failures.append)
-    client.start()
+    client.start(clock.now)
     session, created = client.create_session(SessionOptions("lonely"))
-    clock.now += 0.5
-    client.tick()
+    client.take_output(clock.now)  # the request goes out: its timeout starts
+    clock.now += 500
+    client.tick(clock.now)
     assert isinstance(created.error, CallTimeout)
     assert isinstance(client.failure, ConnectionFailed)
     assert client.failure.code == ExceptionType.CONNECTION_TIMEDOUT
@@ -389,16 +389,16 @@ def test_a_call_that_times_out_fails_the_connection_and_every_waiter() -> None:
 
 def test_the_connection_fails_when_nothing_arrives_for_the_ttl() -> None:
     clock = FakeClock()
-    client = ClientConnectionCore(ClientSettings(connection_ttl_ms=1_000, client_failure_check_period_ms=400), clock)
-    client.start()
-    client.take_output()
+    client = ClientConnectionCore(ClientSettings(connection_ttl_ms=1_000, client_failure_check_period_ms=400))
+    client.start(clock.now)
+    client.take_output(clock.now)
     for _ in range(2):  # 0.4 and 0.8 s: pings, below the TTL
-        clock.now += 0.4
-        client.tick()
+        clock.now += 400
+        client.tick(clock.now)
         assert client.failure is None
-    assert client.take_output().count(encode_packet(Ping(1_000), 0)) == 2
-    clock.now += 0.4  # 1.2 s >= the TTL, and nothing came back
-    client.tick()
+    assert client.take_output(clock.now).count(encode_packet(Ping(1_000), 0)) == 2
+    clock.now += 400  # 1.2 s >= the TTL, and nothing came back
+    client.tick(clock.now)
     assert isinstance(client.failure, ConnectionFailed)
     assert "connection TTL" in str(client.failure)
 
@@ -406,8 +406,8 @@ def test_the_connection_fails_when_nothing_arrives_for_the_ttl() -> None:
 def test_bytes_from_the_broker_keep_the_connection_alive() -> None:
     wire = link(connection_ttl_ms=1_000, client_failure_check_period_ms=400, topology_timeout_ms=60_000)
     for _ in range(10):
-        wire.clock.now += 0.4
-        wire.client.tick()
+        wire.clock.now += 400
+        wire.client.tick(wire.clock.now)
         wire.pump()  # the broker echoes each PING
     assert wire.client.failure is None
 
@@ -417,7 +417,7 @@ def test_disconnect_from_the_broker_fails_pending_calls_and_tells_listeners() ->
     session = wire.session(auto_commit_sends=False, auto_commit_acks=False)
     pending = session.commit()  # not pumped: still waiting
     wire.broker.shutdown()
-    wire.client.receive(wire.broker.take_output()[CONN])
+    wire.client.receive(wire.broker.take_output()[CONN], wire.clock.now)
     assert isinstance(wire.client.failure, ConnectionFailed)
     assert wire.client.failure.code == ExceptionType.DISCONNECTED
     assert "SHUT_DOWN" in str(wire.client.failure)
@@ -427,14 +427,14 @@ def test_disconnect_from_the_broker_fails_pending_calls_and_tells_listeners() ->
 
 def test_undecodable_bytes_fail_the_connection_with_a_named_error() -> None:
     wire = link()
-    wire.client.receive(b"\x00\x00\x00\x09\x7b" + b"\x00" * 8)  # type 123 is no packet
+    wire.client.receive(b"\x00\x00\x00\x09\x7b" + b"\x00" * 8, wire.clock.now)  # type 123 is no packet
     assert isinstance(wire.client.failure, ProtocolViolation)
     assert "undecodable" in str(wire.client.failure)
 
 
 def test_an_answer_nobody_asked_for_is_a_protocol_violation() -> None:
     wire = link()
-    wire.client.receive(encode_packet(NullResponseMessage(-1), 1))
+    wire.client.receive(encode_packet(NullResponseMessage(-1), 1), wire.clock.now)
     assert isinstance(wire.client.failure, ProtocolViolation)
     assert "unsolicited NULL_RESPONSE" in str(wire.client.failure)
 
@@ -447,5 +447,5 @@ def test_a_closed_session_drops_late_packets_on_its_channel() -> None:
     assert closing.done
     assert closing.error is None
     assert session.channel_id not in wire.client.sessions
-    wire.client.receive(encode_packet(SessionReceiveMessage(message(), 0, 1), session.channel_id))
+    wire.client.receive(encode_packet(SessionReceiveMessage(message(), 0, 1), session.channel_id), wire.clock.now)
     assert wire.client.failure is None

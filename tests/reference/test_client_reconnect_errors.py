@@ -10,8 +10,7 @@ import pytest
 
 from reference._server import BrokerServer
 from reference.broker import BrokerCore, BrokerSettings
-from reference.client import ClientSettings, ConnectionFailed, connect
-from reference.client._aio import Connection
+from reference.client import ClientSettings, ConnectionFailed, SessionCore, connect
 
 SCENARIO_DEADLINE_S = 30.0
 
@@ -19,7 +18,7 @@ SCENARIO_DEADLINE_S = 30.0
 def test_an_internal_error_during_restore_ends_the_reconnection_with_its_cause(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    async def broken_restore(self: Connection, *_: object) -> None:
+    def broken_restore(self: SessionCore, *_: object) -> None:
         raise RuntimeError("restore broke")
 
     async def scenario() -> None:
@@ -31,7 +30,8 @@ def test_an_internal_error_during_restore_ends_the_reconnection_with_its_cause(
             connection.add_event_listener(
                 lambda event: ended.set_result(event) if event.kind == "gave-up" and not ended.done() else None
             )
-            monkeypatch.setattr(Connection, "_restore", broken_restore)
+            # Without a confirmation window the broker refuses the reattach: the session is recreated.
+            monkeypatch.setattr(SessionCore, "recreated", broken_restore)
             assert connection._transport is not None
             connection._transport.close()  # the socket goes; the broker stays up, so the attempt connects
             gave_up = await asyncio.wait_for(ended, 10.0)
