@@ -1,5 +1,6 @@
-"""Apache Artemis as a target: per node, an instance made once by the pinned distribution's
-``artemis create``, its configuration replaced by the topology's, run with ``artemis run``.
+"""Apache Artemis as a target: per node, an instance of the pinned distribution (what ``artemis create`` writes,
+copied from a template made once per version: ``_artemis_launch``), its configuration replaced by the
+topology's, run with ``artemis run``.
 
 The instance keeps what ``artemis create`` writes for the JVM (``bin/``, ``artemis.profile``,
 ``bootstrap.xml``, logging); broker.xml, login.config and the users and roles files are the
@@ -8,30 +9,26 @@ rendered ones, byte for byte what a reference node of the same topology reads.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-import subprocess
 import threading
 from pathlib import Path
 
 from conformance.artemis.distribution import ArtemisError, Distribution, ensure_distribution, load_versions
 
+from ._artemis_launch import FAST_START_JAVA_ARGS, LaunchError, LaunchKit, instantiate, prepare_launch_kit
 from ._base import STOP_DEADLINE_S, ManagedNode, ManagedTarget
 from ._config import write_etc
 from ._errors import NodeStartError, TargetError
-from ._process import count_launch
 from ._topology import NodeSpec, Topology
 
 __all__ = ["ARTEMIS_START_DEADLINE_S", "ArtemisNode", "ArtemisTarget", "pinned_artemis_versions"]
 
 ARTEMIS_START_DEADLINE_S = 90.0
-CREATE_DEADLINE_S = 180.0
-# small heaps so a three-node cluster fits beside the test run; replaces artemis.profile's defaults
-DEFAULT_JAVA_ARGS = "-Xms64m -Xmx512m"
-_CREATE_FLAGS = (
-    "--silent", "--no-web", "--nio", "--no-autotune", "--no-amqp-acceptor", "--no-mqtt-acceptor",
-    "--no-stomp-acceptor", "--no-hornetq-acceptor",
-)  # fmt: skip
+# small heaps so a three-node cluster fits beside the test run, C1 only for a fast start (``_artemis_launch``);
+# replaces artemis.profile's defaults
+DEFAULT_JAVA_ARGS = FAST_START_JAVA_ARGS
 
 
 def pinned_artemis_versions() -> tuple[str, tuple[str, ...]]:
@@ -53,18 +50,34 @@ def _protocol_version(version: str) -> int:
 
 
 class _DistributionOnce:
-    """The distribution, fetched at most once per target even when nodes start in parallel."""
+    """The distribution and its launch kit (template instance, class archive), made at most once per target even
+    when nodes start in parallel."""
 
-    def __init__(self, version: str) -> None:
+    def __init__(self, version: str, java_args: str) -> None:
         self.version = version
+        self.java_args = java_args
         self._lock = threading.Lock()
         self._dist: Distribution | None = None
+        self._kit: LaunchKit | None = None
 
     def get(self) -> Distribution:
         with self._lock:
             if self._dist is None:
                 self._dist = ensure_distribution(self.version)
             return self._dist
+
+    def launch_kit(self) -> LaunchKit:
+        dist = self.get()
+        with self._lock:
+            if self._kit is None:
+                scanner = _version_key(self.version) >= TOPOLOGY_SCANNER_SINCE
+                self._kit = prepare_launch_kit(dist, self.java_args, functools.partial(_training_etc, scanner))
+            return self._kit
+
+
+def _training_etc(topology_scanner: bool, etc: Path, data: Path, port: int) -> None:
+    """The training run's configuration: one node as the kit renders it, so it loads what a node loads."""
+    write_etc(Topology.single(NodeSpec(port=port, data_dir=data)), "node0", etc, topology_scanner=topology_scanner)
 
 
 class ArtemisNode(ManagedNode):
@@ -80,50 +93,28 @@ class ArtemisNode(ManagedNode):
         self.instance = node_dir / "instance"
         self.java_args = java_args
         self._distribution = distribution
+        self._kit: LaunchKit | None = None
 
     def _prepare(self) -> None:
         try:
-            home = self._distribution.get().home
-        except ArtemisError as exc:
+            kit = self._distribution.launch_kit()
+        except (ArtemisError, LaunchError) as exc:
             what = f"Artemis {self._distribution.version} is not available: {exc}"
             raise NodeStartError(self.name, what, "") from exc
+        self._kit = kit
         if not (self.instance / "bin" / "artemis").exists():
-            self._create(home)
+            assert self.spec.data_dir is not None
+            instantiate(kit, self.instance, self.spec.data_dir)
         write_etc(self.topology, self.name, self.instance / "etc",
                   topology_scanner=_version_key(self._distribution.version) >= TOPOLOGY_SCANNER_SINCE)
-
-    def _create(self, home: Path) -> None:
-        security = self.topology.security
-        first = security.users[0] if security.users else None
-        # the user and login flags only shape files that write_etc replaces; they are given so the
-        # instance is coherent on its own too
-        login = "--require-login" if security.enabled and security.guest_role is None else "--allow-anonymous"
-        assert self.spec.data_dir is not None
-        argv = [
-            str(home / "bin" / "artemis"), "create", str(self.instance), *_CREATE_FLAGS, login,
-            "--user", first.name if first else "admin", "--password", first.password if first else "admin",
-            "--name", self.name, "--host", self.spec.host, "--default-port", str(self.spec.port),
-            "--data", str(self.spec.data_dir),
-        ]  # fmt: skip
-        count_launch("artemis create")
-        try:
-            created = subprocess.run(argv, capture_output=True, text=True, timeout=CREATE_DEADLINE_S, check=False,
-                                     env=dict(os.environ, JAVA_ARGS=self.java_args), stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired as exc:
-            raise NodeStartError(self.name, f"artemis create did not finish within {CREATE_DEADLINE_S:.0f}s",
-                                 _text(exc.stdout) + _text(exc.stderr)) from None
-        output = created.stdout + created.stderr
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_file.open("a", encoding="utf-8") as log:
-            log.write(f"--- artemis create (exit {created.returncode})\n{output}")
-        if created.returncode != 0:
-            raise NodeStartError(self.name, f"artemis create exited with {created.returncode}", output)
 
     def _argv(self) -> list[str]:
         return [str(self.instance / "bin" / "artemis"), "run"]
 
     def _env(self) -> dict[str, str]:
-        return dict(os.environ, JAVA_ARGS=self.java_args)
+        append = " ".join(filter(None, (os.environ.get("JAVA_ARGS_APPEND", ""),
+                                        self._kit.java_args_append() if self._kit is not None else "")))
+        return dict(os.environ, JAVA_ARGS=self.java_args, JAVA_ARGS_APPEND=append)
 
     def _check_ready(self, match: re.Match[str], startup: str) -> None:
         # AMQ221020 "Started <transport> Acceptor at host:port for protocols [CORE]" precedes the
@@ -151,7 +142,7 @@ class ArtemisTarget(ManagedTarget):
         chosen = version or default
         if chosen not in pinned:
             raise ValueError(f"Artemis {chosen} is not pinned (fixtures/artemis/versions.json has {', '.join(pinned)})")
-        self._distribution = _DistributionOnce(chosen)
+        self._distribution = _DistributionOnce(chosen, java_args)
         self._start_deadline_s = start_deadline_s
         self._stop_deadline_s = stop_deadline_s
         self._java_args = java_args
@@ -166,8 +157,3 @@ class ArtemisTarget(ManagedTarget):
         """The pinned release (fetched with mvn on first use)."""
         return self._distribution.get()
 
-
-def _text(data: str | bytes | None) -> str:
-    if data is None:
-        return ""
-    return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
