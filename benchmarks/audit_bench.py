@@ -208,7 +208,7 @@ def to_parquet(evidence: Path, data: Path, threads: int) -> None:
     """The evidence's HISTORY and HISTORY_RESULT rows as Parquet in the pipeline's layout (once per size)."""
     import duckdb
 
-    from reports._schema import load_schema
+    from reports import load_schema
 
     schema = load_schema()
     data.mkdir(parents=True, exist_ok=True)

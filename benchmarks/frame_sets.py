@@ -28,6 +28,7 @@ from codec import (
     CoreMessage,
     MessageType,
     NullResponseMessage,
+    Packet,
     PacketsConfirmedMessage,
     SessionAcknowledgeMessage,
     SessionConsumerFlowCreditMessage,
@@ -36,7 +37,6 @@ from codec import (
     TypedProperties,
     encode_packet,
 )
-from codec._packets._base import Packet
 
 __all__ = ["SET_NAMES", "VERSION", "FrameSet", "build_sets"]
 

@@ -27,6 +27,7 @@ from codec import (
     CoreMessage,
     Frame,
     NullResponseMessage,
+    Packet,
     PacketsConfirmedMessage,
     Property,
     PropertyType,
@@ -36,7 +37,6 @@ from codec import (
     SessionSendMessage,
     TypedProperties,
 )
-from codec._packets._base import Packet
 
 __all__ = ["SUPPORTED", "decode_frame", "encode_packet", "iter_frames"]
 
