@@ -6,7 +6,7 @@
 * ``reports`` imports of ``conformance`` exactly the evidence schema and the clause table
   (:data:`REPORTS_MAY_IMPORT`), and those import nothing but the standard library and themselves.
 * ``reference.client`` and ``reference.cluster`` do not import each other (discovery, which both use, is
-  ``reference.discovery``), and ``reference.discovery`` imports neither.
+  ``reference.discovery``), and ``reference.discovery`` imports neither; no cycle among ``reference``'s parts.
 
 ``tests/reports/test_imports.py`` checks the second rule again at run time (what importing ``reports`` loads).
 """
@@ -185,3 +185,28 @@ def test_client_and_cluster_do_not_import_each_other() -> None:
 @pytest.mark.parametrize("other", ["reference.client", "reference.cluster", "reference.broker"])
 def test_discovery_is_beneath_client_and_cluster(other: str) -> None:
     assert not _subpackage_imports("reference.discovery", other)
+
+
+def test_the_parts_of_reference_import_each_other_without_a_cycle() -> None:
+    """Between ``reference``'s subpackages and top-level modules (``broker``, ``client``, ``cluster``, ``discovery``,
+    ``_server``, ...) the imports form no cycle, ``TYPE_CHECKING``-only imports aside."""
+    edges: dict[str, set[str]] = {}
+    for i in IMPORTS:
+        source, target = i.module.split("."), i.target.split(".")
+        if i.type_checking or source[0] != "reference" or target[0] != "reference":
+            continue
+        if len(source) > 1 and len(target) > 1 and source[1] != target[1]:
+            edges.setdefault(source[1], set()).add(target[1])
+
+    def cycle_from(node: str, path: list[str]) -> list[str] | None:
+        if node in path:
+            return [*path[path.index(node):], node]
+        for after in sorted(edges.get(node, ())):
+            found = cycle_from(after, [*path, node])
+            if found:
+                return found
+        return None
+
+    for start in sorted(edges):
+        cycle = cycle_from(start, [])
+        assert cycle is None, "import cycle: " + " -> ".join(f"reference.{part}" for part in cycle)
