@@ -100,6 +100,11 @@ class ClusterHooks:
     def role(self) -> ClusterRole:
         return self.state.role
 
+    def members(self) -> list[tuple[str, TransportConfiguration | None]]:
+        """The cluster's nodes with their connectors, this node first (as the topology lists them)."""
+        own = self.role.node_id
+        return [(own, self.role.connector), *((n, c) for n, c in self.state.members.items() if n != own)]
+
     # ------------------------------------------------------------------ routing
 
     def resolve(self, message: CoreMessage, address: str) -> tuple[CoreMessage, list[Queue]]:

@@ -39,11 +39,9 @@ class Topology:
     def send_all(self, conn: Connection) -> None:
         """Every member, this node first, the last one with last=true; a standalone broker sends itself
         without connectors."""
-        node_id = self._settings.node_id
-        members: list[tuple[str, TransportConfiguration | None]] = [(node_id, None)]
+        members: list[tuple[str, TransportConfiguration | None]] = [(self._settings.node_id, None)]
         if self._cluster is not None:
-            members = [(node_id, self._cluster.role.connector)]
-            members += [(n, c) for n, c in self._cluster.state.members.items() if n != node_id]
+            members = self._cluster.members()
         for index, (node, connector) in enumerate(members):
             self._send_member(conn, node, connector, last=index == len(members) - 1)
 

@@ -267,3 +267,23 @@ def test_a_credit_grant_is_early_output_unless_a_counted_reply_is_queued_ahead_o
     assert counted == {1}
     cache = b"".join(list(session.send_window.replay_after(-1))[cached_before:])
     assert _types(cache) == [SessionProducerCreditsMessage, NullResponseMessage, SessionProducerCreditsMessage]
+
+
+def test_the_core_s_deadlines_are_monotonic_milliseconds() -> None:
+    core = new_core(ttl_check_interval_ms=2000, transaction_timeout_scan_ms=1000)
+    core.tick(5_000)
+    assert core.next_deadline() == 6_000  # the transaction scan, 1000 ms after the tick
+    core.tick(6_000)
+    assert core.next_deadline() == 7_000  # the TTL check is due at 7_000 too
+
+
+def test_a_detached_session_expires_its_connection_ttl_in_ms_after_the_drop() -> None:
+    core = new_core(ttl_check_interval_ms=1)
+    wire = connect(core)
+    wire.send(Ping(1500), 0)
+    open_session(wire, window=1 << 20)
+    core.connection_lost(wire.conn_id, 1_000)
+    core.tick(2_499)
+    assert core.sessions.get("s1") is not None, "reattach must stay possible until the TTL has passed"
+    core.tick(2_500)
+    assert core.sessions.get("s1") is None
