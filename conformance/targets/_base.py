@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import ClassVar, Final, Self
 
 from ._errors import NodeStartError, NodeStopError, TargetError, UnsupportedByTarget
+from ._forkserver import ForkServer
 from ._netns import NetnsNetwork, netns_unavailable, plan_netns
 from ._process import LOG_LINES_KEPT, BrokerProcess, ExitedEarly, NotReady, free_ports
 from ._topology import NodeSpec, Topology
@@ -139,6 +140,10 @@ class ManagedNode(Node):
     def _env(self) -> dict[str, str] | None:
         return None
 
+    def _fork_server(self, env: dict[str, str] | None) -> ForkServer | None:
+        """A server that forks this broker from an interpreter that has imported it already (None: launch it)."""
+        return None
+
     def _check_ready(self, match: re.Match[str], startup: str) -> None:
         """Called with the ready line's match and this run's output up to it; raise TargetError if
         they show something wrong."""
@@ -160,10 +165,11 @@ class ManagedNode(Node):
             self.node_dir.mkdir(parents=True, exist_ok=True)
             self._prepare()
             self._prepared = True
-        argv = self._argv()
+        argv, env = self._argv(), self._env()
         process = BrokerProcess(argv if self.launcher is None else self.launcher(argv), ready=self.ready,
-                                log_file=self.log_file, tail=self._tail, cwd=self.node_dir, env=self._env(),
-                                label=self.launch_label)
+                                log_file=self.log_file, tail=self._tail, cwd=self.node_dir, env=env,
+                                label=self.launch_label,
+                                fork_server=self._fork_server(env) if self.launcher is None else None)
         self._process = process
         try:
             match = process.wait_ready(self.start_deadline_s)

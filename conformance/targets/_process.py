@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from ._forkserver import ForkedProcess, ForkServer
+
 __all__ = ["BrokerProcess", "ExitedEarly", "NotReady", "count_launch", "free_ports", "launch_counts"]
 
 LOG_LINES_KEPT = 5000
@@ -85,6 +87,7 @@ class BrokerProcess:
         cwd: Path | None = None,
         env: Mapping[str, str] | None = None,
         label: str = "broker",
+        fork_server: ForkServer | None = None,
     ) -> None:
         self.argv = tuple(argv)
         self._ready_pattern = ready
@@ -97,13 +100,18 @@ class BrokerProcess:
         log_file.parent.mkdir(parents=True, exist_ok=True)
         self._log: IO[str] = log_file.open("a", encoding="utf-8")
         self._note(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} start: {' '.join(self.argv)}\n")
+        self.popen: subprocess.Popen[str] | ForkedProcess
         try:
-            self.popen = subprocess.Popen(
-                list(self.argv), cwd=cwd, env=None if env is None else dict(env),
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                text=True, encoding="utf-8", errors="replace", bufsize=1,
-                start_new_session=True,  # own process group: killpg reaches the JVM behind a launcher script
-            )  # fmt: skip
+            forked = self._fork(fork_server, cwd, env)
+            if forked is not None:
+                self.popen = forked
+            else:
+                self.popen = subprocess.Popen(
+                    list(self.argv), cwd=cwd, env=None if env is None else dict(env),
+                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                    text=True, encoding="utf-8", errors="replace", bufsize=1,
+                    start_new_session=True,  # own process group: killpg reaches the JVM behind a launcher script
+                )  # fmt: skip
         except OSError:
             self._log.close()
             raise
@@ -112,6 +120,17 @@ class BrokerProcess:
             _launched[label] += 1
         self._pump = threading.Thread(target=self._copy_output, name=f"log {self.argv[0]}", daemon=True)
         self._pump.start()
+
+    def _fork(self, server: ForkServer | None, cwd: Path | None, env: Mapping[str, str] | None) -> ForkedProcess | None:
+        """The broker forked by ``server`` when it runs this command line; None to launch it as a process of its own
+        (also when the server failed: the broker then starts the slow way, not at all is worse)."""
+        if server is None or not server.handles(self.argv):
+            return None
+        try:
+            return server.spawn(self.argv, cwd=cwd, env=env)
+        except OSError as exc:
+            self._note(f"--- the fork server failed ({exc}); starting the broker as a process of its own\n")
+            return None
 
     def _note(self, line: str) -> None:
         self._tail.append(line)

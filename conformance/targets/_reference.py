@@ -15,6 +15,7 @@ from codec import CURRENT_VERSION
 from ._base import STOP_DEADLINE_S, ManagedNode, ManagedTarget
 from ._config import write_etc
 from ._errors import TargetError
+from ._forkserver import ForkServer, fork_server
 from ._topology import NodeSpec, Topology
 
 __all__ = ["REFERENCE_START_DEADLINE_S", "ReferenceNode", "ReferenceTarget", "kit_version"]
@@ -38,10 +39,11 @@ class ReferenceNode(ManagedNode):
     launch_label = "reference broker"
 
     def __init__(self, spec: NodeSpec, topology: Topology, node_dir: Path, *, start_deadline_s: float,
-                 stop_deadline_s: float, log_level: str) -> None:
+                 stop_deadline_s: float, log_level: str, use_fork_server: bool = True) -> None:
         super().__init__(spec, topology, node_dir, start_deadline_s=start_deadline_s, stop_deadline_s=stop_deadline_s)
         self.etc = node_dir / "etc"
         self.log_level = log_level
+        self.use_fork_server = use_fork_server
 
     def _prepare(self) -> None:
         write_etc(self.topology, self.name, self.etc, topology_scanner=False)  # the reference broker has none
@@ -56,6 +58,10 @@ class ReferenceNode(ManagedNode):
         # its path, so a source checkout that was never installed works as well as an install
         path = [str(_SOURCE_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
         return dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(path))
+
+    def _fork_server(self, env: dict[str, str] | None) -> ForkServer | None:
+        # a start is mostly Python importing the broker: fork it from a server that has (``_forkserver``)
+        return fork_server(env or dict(os.environ)) if self.use_fork_server else None
 
     def _check_ready(self, match: re.Match[str], startup: str) -> None:
         if int(match.group(2)) != self.spec.port:
@@ -75,12 +81,15 @@ class ReferenceTarget(ManagedTarget):
         start_deadline_s: float = REFERENCE_START_DEADLINE_S,
         stop_deadline_s: float = STOP_DEADLINE_S,
         log_level: str = "info",
+        fork_server: bool = True,
     ) -> None:
         self._start_deadline_s = start_deadline_s
+        self._fork_server = fork_server
         self._stop_deadline_s = stop_deadline_s
         self._log_level = log_level
         super().__init__(kit_version(), CURRENT_VERSION, topology or Topology(), Path(workdir))
 
     def _make_node(self, spec: NodeSpec, node_dir: Path) -> ReferenceNode:
         return ReferenceNode(spec, self.topology, node_dir, start_deadline_s=self._start_deadline_s,
-                             stop_deadline_s=self._stop_deadline_s, log_level=self._log_level)
+                             stop_deadline_s=self._stop_deadline_s, log_level=self._log_level,
+                             use_fork_server=self._fork_server)

@@ -1,0 +1,51 @@
+"""Reference brokers forked by the fork server behave as brokers launched one process each."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+from conformance.targets import ReferenceTarget, Topology
+from conformance.targets._forkserver import ForkedProcess, fork_server
+
+
+def _answers(url: str) -> bool:
+    host, _, port = url.removeprefix("tcp://").rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=5.0):
+            return True
+    except OSError:
+        return False
+
+
+def test_nodes_started_at_once_each_get_their_own_broker(tmp_path: Path) -> None:
+    # the nodes of a cluster start in parallel threads: each must be told its own child's pid, or stopping
+    # one node would report another's exit and leave the first running
+    with ReferenceTarget(Topology.cluster_of(3), tmp_path) as target:
+        node0, node1, node2 = target.nodes
+        assert all(isinstance(n._process.popen, ForkedProcess) for n in target.nodes if n._process is not None)
+        node0.stop()
+        assert node0.last_exit_code == 0
+        assert not node0.is_running
+        assert not _answers(node0.url)
+        assert _answers(node1.url)
+        assert _answers(node2.url)
+        node0.start()  # the stopped broker released its journal: the same data directory opens again
+        assert _answers(node0.url)
+        node1.kill()
+        assert node1.last_exit_code == -9
+        assert _answers(node0.url)
+        assert _answers(node2.url)
+
+
+def test_a_node_can_opt_out_and_other_commands_are_not_forked(tmp_path: Path) -> None:
+    with ReferenceTarget(Topology.single(), tmp_path, fork_server=False) as target:
+        process = target.nodes[0]._process
+        assert process is not None
+        assert not isinstance(process.popen, ForkedProcess)
+        assert _answers(target.url)
+    server = fork_server({})
+    assert server.handles([sys.executable, "-m", "reference", "broker"])
+    assert not server.handles(["ip", "netns", "exec", "node0", sys.executable, "-m", "reference", "broker"])
+    assert not server.handles([sys.executable, "-m", "conformance", "run"])
