@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 from codec import RoutingType
@@ -28,6 +29,7 @@ __all__ = [
     "Trigger",
     "Disruption",
     "Watch",
+    "connected_through",
     "consumers_gone",
     "ensure_queue",
     "judge_redelivery",
@@ -144,6 +146,17 @@ class Disruption:
         if self.proxy is not None:
             evidence.wire(self.proxy.wire_log, label=self.trigger)
             evidence.attempts(self.proxy.attempts, label=self.trigger)
+
+
+@asynccontextmanager
+async def connected_through(target: Target, trigger: Trigger,
+                            **changes: Any) -> AsyncIterator[tuple[Disruption, Connection, Watch]]:
+    """The disrupt end of the restart-shaped scenarios: a :class:`Disruption` of ``target`` by ``trigger``, a
+    connection of the kit's client (the RESTARTING profile with ``changes``) through it, and a :class:`Watch` of
+    that connection from its start."""
+    async with (Disruption(target, trigger) as disruption,
+                await connect(disruption.url, settings=client_settings(target, RESTARTING, **changes)) as connection):
+        yield disruption, connection, Watch(connection)
 
 
 async def ensure_queue(session: Session, queue: str, *, durable: bool = True, temporary: bool = False) -> None:

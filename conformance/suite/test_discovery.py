@@ -20,6 +20,8 @@ import time
 import uuid
 from collections.abc import Callable
 
+import pytest
+
 from codec import CoreMessage, DiscoveryDatagram, RoutingType, TransportConfiguration, encode_discovery
 from conformance.cases import Case, cases
 from conformance.clients import ClientUnderTest
@@ -388,6 +390,7 @@ class _Announcer:
 
 
 @cases(*INJECTED)
+@pytest.mark.cck_fresh_broker  # the fake node stays in the node's discovery table: no later case gets this broker
 def test_cluster_connection_discovers_injected_node(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
                                                     evidence: CaseEvidence) -> None:
     target = _managed(cck_make_target(_topology(1, 500)))
@@ -440,6 +443,7 @@ EXPIRY = tuple(
 
 
 @cases(*EXPIRY)
+@pytest.mark.cck_fresh_broker  # the fake node stays in the node's discovery table: no later case gets this broker
 def test_discovery_entry_expires(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
                                  evidence: CaseEvidence) -> None:
     refresh_ms: int = case.params["refresh"]

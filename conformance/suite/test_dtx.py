@@ -209,6 +209,28 @@ async def _send(session: Session, queue: str, prefix: str, history: History, dur
                             confirmed=False)
 
 
+async def _branch(session: Session, xid: Xid, queue: str, history: History, settings: Settings, *, prefix: str,
+                  take: int = 0, send: Sequence[bool] = (),
+                  until: str = "prepared") -> tuple[list[str], list[str], int]:
+    """One XA branch on ``session``: acknowledge ``take`` messages of ``queue`` and send one message per entry of
+    ``send`` (durable or not) inside it, then leave it ``active``, ``ended`` or ``prepared``.  The keys it
+    acknowledged and sent, and its prepare vote (-1 when not prepared)."""
+    await session.xa_start(xid)
+    taken = await _take(session, queue, take, history, settings) if take else []
+    sent = await _send(session, queue, prefix, history, send) if send else []
+    if until != "active":
+        await session.xa_end(xid)
+    vote = await session.xa_prepare(xid) if until == "prepared" else -1
+    return taken, sent, vote
+
+
+async def _in_doubt(connection: Connection, xid: Xid) -> Session:
+    """An XA session of ``connection`` that found ``xid`` in doubt (a failed check if not)."""
+    recover = await connection.create_session(xa=True)
+    assert xid in await recover.xa_recover(), "the prepared branch is not in doubt"
+    return recover
+
+
 async def _xa_code(coroutine: Awaitable[object]) -> int:
     """Await an XA call; 0 when it succeeds, else its XA error code."""
     try:
@@ -262,10 +284,10 @@ def test_prepared_branches_are_recovered(case: Case, cck_target: Target, cck_set
             session = await before.create_session(xa=True)
             sent: list[str] = []
             for index, xid in enumerate(xids):
-                await session.xa_start(xid)
-                sent += await _send(session, queue, f"{case.id}.b{index}", history, [True])
-                await session.xa_end(xid)
-                assert await session.xa_prepare(xid) == 0, "prepare did not vote XA_OK"
+                _, keys, vote = await _branch(session, xid, queue, history, cck_settings, prefix=f"{case.id}.b{index}",
+                                              send=[True])
+                sent += keys
+                assert vote == 0, "prepare did not vote XA_OK"
             async with await _after(disruption, before, cck_target) as after, _tidied(after, xids):
                 recover = await after.create_session(xa=True)
                 in_doubt = await recover.xa_recover()
@@ -299,15 +321,10 @@ def test_commit_after_restart_keeps_durable_effects(case: Case, cck_target: Targ
             before, setup = await _before(disruption, cck_target, queue)
             if acks:
                 await _fill(setup, queue, f"{case.id}.old", history, COUNT)
-            session = await before.create_session(xa=True)
-            await session.xa_start(xid)
-            taken = await _take(session, queue, COUNT, history, cck_settings) if acks else []
-            sent = await _send(session, queue, f"{case.id}.new", history, durability)
-            await session.xa_end(xid)
-            await session.xa_prepare(xid)
+            taken, sent, _ = await _branch(await before.create_session(xa=True), xid, queue, history, cck_settings,
+                                           prefix=f"{case.id}.new", take=COUNT if acks else 0, send=durability)
             async with await _after(disruption, before, cck_target) as after, _tidied(after, [xid]):
-                recover = await after.create_session(xa=True)
-                assert xid in await recover.xa_recover(), "the prepared branch is not in doubt"
+                recover = await _in_doubt(after, xid)
                 assert await _xa_code(recover.xa_commit(xid)) == 0, "the commit of the recovered branch failed"
                 settle_sends(history, sent, durability, name=f"{case.id}.new", process="worker")
                 for key in taken:
@@ -332,15 +349,10 @@ def test_rollback_after_restart_returns_durable_acks(case: Case, cck_target: Tar
                     Disruption(cck_target, trigger) as disruption):
             before, setup = await _before(disruption, cck_target, queue)
             old = await _fill(setup, queue, f"{case.id}.old", history, COUNT, old_durable)
-            session = await before.create_session(xa=True)
-            await session.xa_start(xid)
-            taken = await _take(session, queue, COUNT, history, cck_settings)
-            sent = await _send(session, queue, f"{case.id}.new", history, [True] * COUNT)
-            await session.xa_end(xid)
-            await session.xa_prepare(xid)
+            taken, sent, _ = await _branch(await before.create_session(xa=True), xid, queue, history, cck_settings,
+                                           prefix=f"{case.id}.new", take=COUNT, send=[True] * COUNT)
             async with await _after(disruption, before, cck_target) as after, _tidied(after, [xid]):
-                recover = await after.create_session(xa=True)
-                assert xid in await recover.xa_recover(), "the prepared branch is not in doubt"
+                recover = await _in_doubt(after, xid)
                 assert await _xa_code(recover.xa_rollback(xid)) == 0, "the rollback of the recovered branch failed"
                 settle_sends(history, sent, [False] * COUNT, name=f"{case.id}.new", process="worker")
                 got.extend(await drain_queue(after, queue, history, sum(old_durable), cck_settings))
@@ -365,19 +377,15 @@ def test_prepared_acks_hold_messages_until_the_outcome(case: Case, cck_target: T
         async with _judged_restarted(history, evidence, "held", got), Disruption(cck_target, trigger) as disruption:
             before, setup = await _before(disruption, cck_target, queue)
             keys = await _fill(setup, queue, case.id, history, 2 * COUNT)
-            session = await before.create_session(xa=True)
-            await session.xa_start(xid)
-            taken = await _take(session, queue, COUNT, history, cck_settings)
-            await session.xa_end(xid)
-            await session.xa_prepare(xid)
+            taken, _, _ = await _branch(await before.create_session(xa=True), xid, queue, history, cck_settings,
+                                        prefix=case.id, take=COUNT)
             async with await _after(disruption, before, cck_target) as after, _tidied(after, [xid]):
                 free = await drain_queue(after, queue, history, COUNT, cck_settings)
                 got.extend(free)
                 evidence.note("delivered_before_outcome", free)
                 assert sorted(free) == sorted(set(keys) - set(taken)), \
                     f"before the outcome the queue delivered {free}; the branch holds {taken}"
-                recover = await after.create_session(xa=True)
-                assert xid in await recover.xa_recover(), "the prepared branch is not in doubt"
+                recover = await _in_doubt(after, xid)
                 complete = recover.xa_commit(xid) if outcome == "commit" else recover.xa_rollback(xid)
                 assert await _xa_code(complete) == 0, f"the {outcome} of the recovered branch failed"
                 if outcome == "commit":
@@ -405,12 +413,8 @@ def test_unprepared_branches_are_aborted(case: Case, cck_target: Target, cck_set
         async with _judged_restarted(history, evidence, "aborted", got), Disruption(cck_target, trigger) as disruption:
             before, setup = await _before(disruption, cck_target, queue)
             await _fill(setup, queue, f"{case.id}.old", history, COUNT)
-            session = await before.create_session(xa=True)
-            await session.xa_start(xid)
-            taken = await _take(session, queue, COUNT, history, cck_settings)
-            sent = await _send(session, queue, f"{case.id}.new", history, [True] * COUNT)
-            if state == "ended":
-                await session.xa_end(xid)
+            taken, sent, _ = await _branch(await before.create_session(xa=True), xid, queue, history, cck_settings,
+                                           prefix=f"{case.id}.new", take=COUNT, send=[True] * COUNT, until=state)
             async with await _after(disruption, before, cck_target) as after, _tidied(after, [xid]):
                 recover = await after.create_session(xa=True)
                 in_doubt = await recover.xa_recover()
@@ -440,10 +444,8 @@ def test_one_phase_commit_is_durable(case: Case, cck_target: Target, cck_setting
             before, setup = await _before(disruption, cck_target, queue)
             await _fill(setup, queue, f"{case.id}.old", history, COUNT)
             session = await before.create_session(xa=True)
-            await session.xa_start(xid)
-            taken = await _take(session, queue, COUNT, history, cck_settings)
-            sent = await _send(session, queue, f"{case.id}.new", history, [True] * COUNT)
-            await session.xa_end(xid)
+            taken, sent, _ = await _branch(session, xid, queue, history, cck_settings, prefix=f"{case.id}.new",
+                                           take=COUNT, send=[True] * COUNT, until="ended")
             await session.xa_commit(xid, one_phase=True)
             settle_sends(history, sent, [True] * COUNT, name=f"{case.id}.new", process="worker")
             for key in taken:
@@ -467,11 +469,8 @@ def test_completed_branches_are_gone(case: Case, cck_target: Target, cck_setting
     async def scenario() -> None:
         async with judged(history, evidence, label="completed"), Disruption(cck_target, "kill") as disruption:
             before, _ = await _before(disruption, cck_target, queue)
-            session = await before.create_session(xa=True)
-            await session.xa_start(xid)
-            sent = await _send(session, queue, case.id, history, [True])
-            await session.xa_end(xid)
-            await session.xa_prepare(xid)
+            _, sent, _ = await _branch(await before.create_session(xa=True), xid, queue, history, cck_settings,
+                                       prefix=case.id, send=[True])
             async with await _after(disruption, before, cck_target) as after, _tidied(after, [xid]):
                 recover = await after.create_session(xa=True)
                 complete = recover.xa_commit(xid) if outcome == "commit" else recover.xa_rollback(xid)

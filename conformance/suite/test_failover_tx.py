@@ -53,7 +53,15 @@ from ._kit import (
     settle_sends,
     wait_until,
 )
-from ._restart_support import Disruption, Trigger, Watch, consumers_gone, ensure_queue, judge_redelivery
+from ._restart_support import (
+    Disruption,
+    Trigger,
+    Watch,
+    connected_through,
+    consumers_gone,
+    ensure_queue,
+    judge_redelivery,
+)
 
 CASE_S = 150.0
 #: how long a queue's message count may take to show a committed transaction
@@ -176,9 +184,7 @@ def test_transaction_in_flight_is_rolled_back(case: Case, cck_target: Target, cc
 
     async def scenario() -> None:
         async with (judged(history, evidence, label="transaction"),
-                    Disruption(cck_target, trigger) as disruption,
-                    await connect(disruption.url, settings=client_settings(cck_target, RESTARTING)) as connection):
-            watch = Watch(connection)
+                    connected_through(cck_target, trigger) as (disruption, connection, watch)):
             setup = await connection.create_session()
             await ensure_queue(setup, queue)
             session = await connection.create_session(transacted=True)
@@ -226,9 +232,7 @@ def test_acknowledgements_in_flight_are_redelivered(case: Case, cck_target: Targ
 
     async def scenario() -> None:
         async with (judged_afterwards(judge),
-                    Disruption(cck_target, trigger) as disruption,
-                    await connect(disruption.url, settings=client_settings(cck_target, RESTARTING)) as connection):
-            watch = Watch(connection)
+                    connected_through(cck_target, trigger) as (disruption, connection, watch)):
             setup = await connection.create_session()
             await ensure_queue(setup, queue)
             keys = await _fill(setup, queue, case, history)
@@ -274,9 +278,7 @@ def test_unacknowledged_messages_are_redelivered(case: Case, cck_target: Target,
 
     async def scenario() -> None:
         async with (judged_afterwards(judge),
-                    Disruption(cck_target, trigger) as disruption,
-                    await connect(disruption.url, settings=client_settings(cck_target, RESTARTING)) as connection):
-            watch = Watch(connection)
+                    connected_through(cck_target, trigger) as (disruption, connection, watch)):
             session = await connection.create_session()
             await ensure_queue(session, queue)
             keys = await _fill(session, queue, case, history)
@@ -378,9 +380,7 @@ def test_xa_branch_active_at_failover(case: Case, cck_target: Target, cck_settin
 
     async def scenario() -> None:
         async with (judged(history, evidence, label="xa"),
-                    Disruption(cck_target, trigger) as disruption,
-                    await connect(disruption.url, settings=client_settings(cck_target, RESTARTING)) as connection):
-            watch = Watch(connection)
+                    connected_through(cck_target, trigger) as (disruption, connection, watch)):
             setup = await connection.create_session()
             await ensure_queue(setup, queue)
             session = await connection.create_session(xa=True)

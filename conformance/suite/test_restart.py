@@ -34,7 +34,7 @@ from ._kit import (
     record_receipt,
     run,
 )
-from ._restart_support import Disruption, Watch, ensure_queue
+from ._restart_support import Disruption, Watch, connected_through, ensure_queue
 
 CASE_S = 150.0
 RESTORE_S = 90.0
@@ -114,34 +114,33 @@ def test_session_and_consumers_are_recreated(case: Case, cck_target: Target, cck
     history = History()
 
     async def scenario() -> None:
-        async with judged(history, evidence, label="after-restart"), Disruption(cck_target, trigger) as disruption:
-            settings = client_settings(cck_target, RESTARTING, confirmation_window_size=window)
-            async with await connect(disruption.url, settings=settings) as connection:
-                watch = Watch(connection)
-                session = await connection.create_session()
-                for queue in (q1, q2):
-                    await ensure_queue(session, queue)
-                producers = [session.create_producer(q1), session.create_producer(q2)]
-                consumers = [await session.create_consumer(q1), await session.create_consumer(q2)]
-                session.start()
-                waiting = asyncio.ensure_future(consumers[0].receive(cck_settings.deadline(RESTORE_S + RECEIVE_S)))
-                await disruption.bounce()
-                restored = await watch.until(("recreated", "reattached", "gave-up"),
-                                             cck_settings.deadline(RESTORE_S))
-                evidence.note("restored", restored)
-                for index, producer in enumerate(producers):
-                    key = f"{case.id}:after:{index}"
-                    history.invoke_send("producer", key, producer=f"P{index}", seq=0)
-                    await producer.send(message(key, 0))
-                    history.ok("producer", "send", key, producer=f"P{index}", seq=0)
-                first = await waiting
-                assert first is not None, "the receive waiting across the restart got nothing"
-                record_receipt(history, "consumer-0", first)
-                await consumers[0].acknowledge(first)
-                rest = await drain(consumers[1], history, "consumer-1", expected=1,
-                                   quiet_s=cck_settings.deadline(QUIET_S), receive_s=cck_settings.deadline(RECEIVE_S))
-                evidence.note("received", [key_of(first)] + [key_of(d) for d in rest])
-                _order(watch, evidence)
+        async with (judged(history, evidence, label="after-restart"),
+                    connected_through(cck_target, trigger, confirmation_window_size=window)
+                    as (disruption, connection, watch)):
+            session = await connection.create_session()
+            for queue in (q1, q2):
+                await ensure_queue(session, queue)
+            producers = [session.create_producer(q1), session.create_producer(q2)]
+            consumers = [await session.create_consumer(q1), await session.create_consumer(q2)]
+            session.start()
+            waiting = asyncio.ensure_future(consumers[0].receive(cck_settings.deadline(RESTORE_S + RECEIVE_S)))
+            await disruption.bounce()
+            restored = await watch.until(("recreated", "reattached", "gave-up"),
+                                         cck_settings.deadline(RESTORE_S))
+            evidence.note("restored", restored)
+            for index, producer in enumerate(producers):
+                key = f"{case.id}:after:{index}"
+                history.invoke_send("producer", key, producer=f"P{index}", seq=0)
+                await producer.send(message(key, 0))
+                history.ok("producer", "send", key, producer=f"P{index}", seq=0)
+            first = await waiting
+            assert first is not None, "the receive waiting across the restart got nothing"
+            record_receipt(history, "consumer-0", first)
+            await consumers[0].acknowledge(first)
+            rest = await drain(consumers[1], history, "consumer-1", expected=1,
+                               quiet_s=cck_settings.deadline(QUIET_S), receive_s=cck_settings.deadline(RECEIVE_S))
+            evidence.note("received", [key_of(first)] + [key_of(d) for d in rest])
+            _order(watch, evidence)
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -159,9 +158,7 @@ def test_what_messages_survive(case: Case, cck_target: Target, cck_settings: Set
 
     async def scenario() -> None:
         async with (judged(history, evidence, label="messages"),
-                    Disruption(cck_target, trigger) as disruption,
-                    await connect(disruption.url, settings=client_settings(cck_target, RESTARTING)) as connection):
-            watch = Watch(connection)
+                    connected_through(cck_target, trigger) as (disruption, connection, watch)):
             session = await connection.create_session()
             await ensure_queue(session, queue)
             consumer = await session.create_consumer(queue)  # not started: nothing is delivered before
@@ -191,9 +188,7 @@ def test_what_queues_survive(case: Case, cck_target: Target, cck_settings: Setti
     queue = queue_for(case.id)
 
     async def scenario() -> None:
-        async with (Disruption(cck_target, trigger) as disruption,
-                    await connect(disruption.url, settings=client_settings(cck_target, RESTARTING)) as connection):
-            watch = Watch(connection)
+        async with connected_through(cck_target, trigger) as (disruption, connection, watch):
             session = await connection.create_session()
             await ensure_queue(session, queue, durable=kind == "durable", temporary=kind == "temporary")
             before = await session.queue_query(queue)
