@@ -40,6 +40,7 @@ from ._errors import (
 )
 from ._failover import Failover
 from ._failover_terms import FailoverEvent
+from ._flow import ConsumerCore, Delivery, ProducerCore
 from ._locator import (
     Connector,
     DiscoveryEndpoint,
@@ -50,7 +51,7 @@ from ._locator import (
     intervals,
     parse_locator_url,
 )
-from ._session import ConsumerCore, Delivery, ProducerCore, SessionCore, SessionOptions
+from ._session import SessionCore, SessionOptions
 from ._settings import ClientSettings
 
 __all__ = [

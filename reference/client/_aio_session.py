@@ -22,7 +22,8 @@ from codec import (
 
 from ._calls import Call
 from ._errors import CallTimeout, ObjectClosed, ProtocolViolation
-from ._session import ConsumerCore, Delivery, ProducerCore, SessionCore
+from ._flow import ConsumerCore, Delivery, ProducerCore
+from ._session import SessionCore
 
 if TYPE_CHECKING:
     from ._aio import Connection

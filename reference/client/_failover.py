@@ -25,19 +25,19 @@ so a backup server learnt from the topology is one more candidate, not another c
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Protocol, TypeVar
 
-from codec import CreateSessionResponseMessage, ExceptionType, Packet, ReattachSessionResponseMessage
+from codec import CreateSessionResponseMessage, ExceptionType, ReattachSessionResponseMessage
 
 from ._balance import Balancer, InitialConnect
 from ._calls import Call
 from ._connection import ClientConnectionCore, TopologyMember
 from ._errors import ClientError, ConnectFailed, ConnectionFailed, ObjectClosed, ProtocolViolation
 from ._failover_terms import (
+    ATTEMPT_STATES,
+    FAILING_OVER_STATES,
+    FINAL_STATES,
     Attached,
     Command,
     Connect,
@@ -47,34 +47,18 @@ from ._failover_terms import (
     GaveUp,
     NotifyFailure,
     Record,
+    Schedule,
     Send,
     State,
 )
 from ._locator import Connector, Reconnect, connector_of, intervals
+from ._restore import Restore
 from ._session import SessionCore, fresh_session_name
 from ._settings import ClientSettings
 
 __all__ = ["Failover"]
 
 LOG = logging.getLogger("reference.client")
-
-P = TypeVar("P", bound=Packet)
-
-
-_FINAL = frozenset({State.GAVE_UP, State.CLOSED})
-_ATTEMPT = frozenset({State.ATTEMPTING, State.REATTACHING, State.RECREATING})
-_FAILING_OVER = _ATTEMPT | {State.DETACHED}
-
-
-class _Schedule(Protocol):
-    @property
-    def failures(self) -> int: ...
-
-    def candidates(self) -> tuple[Connector, ...]: ...
-
-    def next_connector(self) -> Connector: ...
-
-    def failed(self, now_ms: int) -> int | None: ...
 
 
 def _reason(error: ClientError) -> str:
@@ -84,13 +68,6 @@ def _reason(error: ClientError) -> str:
 def _code(error: ClientError) -> int:
     code = getattr(error, "code", None)
     return code if isinstance(code, int) else int(ExceptionType.NOT_CONNECTED)
-
-
-def _as(payload: object, kind: type[P]) -> P:
-    if not isinstance(payload, kind):
-        found = payload.type_name() if isinstance(payload, Packet) else type(payload).__name__
-        raise ProtocolViolation(f"expected {kind.type_name()}, the broker answered {found}")
-    return payload
 
 
 class Failover:
@@ -117,17 +94,15 @@ class Failover:
         self._refresh = refresh
         self._commands: list[Command] = []
         self._now_ms = 0  # the time of the input being handled (call callbacks fire inside inputs)
-        self._schedule: _Schedule | None = None
+        self._schedule: Schedule | None = None
         self._due_ms: int | None = None
         self._reconnecting = False
         self._cause: ClientError | None = None  # the failure a reconnection is recovering from
         self._last_error = ""
         self._final: ClientError | None = None
-        #: Sessions carried from the failed connection to the next one, and those still to restore on it.
+        #: Sessions carried from the failed connection to the next one, and their restore on the current attempt.
         self._carried: list[SessionCore] = []
-        self._pending: deque[SessionCore] = deque()
-        self._new_name = ""
-        self._restore_deadline_ms = 0
+        self._restore = Restore(self.core, (), 0, names)
 
     # ------------------------------------------------------------------ inputs
 
@@ -176,7 +151,7 @@ class Failover:
     def close(self, now_ms: int) -> None:
         """No more attempts; sessions still waiting for a reconnection learn that it will not come."""
         self._input(now_ms)
-        if self.state not in _FINAL:
+        if self.state not in FINAL_STATES:
             if self.state is not State.ATTACHED:
                 self._commands.append(Disconnect(self.core))  # an attempt in progress goes with it
             self._fire(Event.CLOSE)
@@ -205,7 +180,7 @@ class Failover:
 
     @property
     def reconnecting(self) -> bool:
-        return self._reconnecting and self.state in _FAILING_OVER
+        return self._reconnecting and self.state in FAILING_OVER_STATES
 
     @property
     def failure(self) -> ClientError | None:
@@ -224,7 +199,7 @@ class Failover:
         while follow is not None:
             transition = _TABLE.get((self.state, follow))
             if transition is None:
-                if self.state in _FINAL:
+                if self.state in FINAL_STATES:
                     return  # late news about a connection that has ended
                 raise RuntimeError(f"failover: no transition from {self.state.value} on {follow.value}")
             action, self.state = transition
@@ -234,7 +209,7 @@ class Failover:
                 # The broker said something the state does not allow: this attempt is over.
                 if self.core.failure is None:
                     self.core.fail(error, self._now_ms)  # its failure listener ends the attempt
-                elif self.state in _ATTEMPT:
+                elif self.state in ATTEMPT_STATES:
                     self._fire(Event.ATTEMPT_FAILED, str(error))
                 return
             except Exception as exc:  # noqa: BLE001 - a defect of the client ends the reconnection, named
@@ -262,7 +237,7 @@ class Failover:
         self._commands += [NotifyFailure(error), Disconnect(core)]
         if self.state is State.ATTACHED:
             self._fire(Event.LOST if core.keep_sessions and not core.closed else Event.DROPPED, error)
-        elif self.state in _ATTEMPT:
+        elif self.state in ATTEMPT_STATES:
             self._fire(Event.ATTEMPT_FAILED, str(error))
 
     def _handshake_done(self, core: ClientConnectionCore, call: Call) -> None:
@@ -332,35 +307,27 @@ class Failover:
         return Event.DUE if self._due_ms <= now_ms else None
 
     def _begin_restore(self, now_ms: int, _: object) -> Event | None:
-        self._restore_deadline_ms = now_ms + self.settings.call_timeout_ms
-        self._pending = deque(self._carried)
+        self._restore = Restore(self.core, self._carried, now_ms + self.settings.call_timeout_ms, self._names)
         return self._restore_next()
 
     def _restore_next(self) -> Event | None:
-        if not self._pending:
+        core, request = self.core, self._restore.next_request()
+        if request is None:
             return Event.RESTORED
-        core = self.core
-        core.reattach(self._pending[0]).add_done_callback(lambda call: self._answered(core, call))
+        request.add_done_callback(lambda call: self._answered(core, call))
         return None
 
     def _reattached(self, _: int, answer: object) -> Event | None:
-        response = _as(answer, ReattachSessionResponseMessage)
-        session = self._pending.popleft()
-        replayed = session.reattached(self.core, response.last_confirmed_command_id, self._restore_deadline_ms)
-        self._record("reattached", f"{session.options.name}: {replayed} command(s) replayed")
+        self._record("reattached", self._restore.reattached(answer))
         return self._restore_next()
 
     def _recreate(self, _: int, __: object) -> Event | None:
-        core, self._new_name = self.core, self._names()
-        core.recreate(self._pending[0], self._new_name).add_done_callback(lambda call: self._answered(core, call))
+        core = self.core
+        self._restore.recreate().add_done_callback(lambda call: self._answered(core, call))
         return None
 
     def _recreated(self, _: int, answer: object) -> Event | None:
-        response = _as(answer, CreateSessionResponseMessage)
-        session = self._pending.popleft()
-        session.options = dataclasses.replace(session.options, name=self._new_name)
-        session.recreated(self.core, response.server_version, self._restore_deadline_ms)
-        self._record("recreated", f"new session name {self._new_name}")
+        self._record("recreated", self._restore.recreated(answer))
         return self._restore_next()
 
     def _attached(self, _: int, __: object) -> Event | None:
@@ -444,5 +411,5 @@ _TABLE: Mapping[tuple[State, Event], tuple[_Action, State]] = {
     (S.RECREATING, E.ATTEMPT_FAILED): (Failover._attempt_failed, S.DETACHED),
     (S.ATTACHED, E.LOST): (Failover._lost, S.DETACHED),
     (S.ATTACHED, E.DROPPED): (Failover._dropped, S.GAVE_UP),
-    **{(state, E.CLOSE): (Failover._close, S.CLOSED) for state in State if state not in _FINAL},
+    **{(state, E.CLOSE): (Failover._close, S.CLOSED) for state in State if state not in FINAL_STATES},
 }

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Protocol
 
 from ._connection import ClientConnectionCore
 from ._errors import ClientError
 from ._locator import Connector
 
-__all__ = ["Attached", "Command", "Connect", "Disconnect", "Event", "FailoverEvent", "GaveUp", "NotifyFailure",
-           "Record", "Send", "State"]
+__all__ = ["ATTEMPT_STATES", "FAILING_OVER_STATES", "FINAL_STATES", "Attached", "Command", "Connect", "Disconnect",
+           "Event", "FailoverEvent", "GaveUp", "NotifyFailure", "Record", "Schedule", "Send", "State"]
 
 
 class State(Enum):
@@ -22,6 +23,13 @@ class State(Enum):
     ATTACHED = "attached"
     GAVE_UP = "gave-up"  # no attempt left (or reconnection off): the connection is failed for good
     CLOSED = "closed"
+
+
+#: No event moves the machine out of these.
+FINAL_STATES = frozenset({State.GAVE_UP, State.CLOSED})
+#: A connection is being tried: its socket, handshake or the restore of the sessions.
+ATTEMPT_STATES = frozenset({State.ATTEMPTING, State.REATTACHING, State.RECREATING})
+FAILING_OVER_STATES = ATTEMPT_STATES | {State.DETACHED}
 
 
 class Event(Enum):
@@ -103,3 +111,17 @@ class GaveUp:
 
 
 Command = Connect | Send | Disconnect | Record | NotifyFailure | Attached | GaveUp
+
+
+class Schedule(Protocol):
+    """Where and when the next attempt goes: :class:`~reference.client._balance.InitialConnect` for the first
+    connection, :class:`~reference.client._locator.Reconnect` after a failure."""
+
+    @property
+    def failures(self) -> int: ...
+
+    def candidates(self) -> tuple[Connector, ...]: ...
+
+    def next_connector(self) -> Connector: ...
+
+    def failed(self, now_ms: int) -> int | None: ...
