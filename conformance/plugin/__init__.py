@@ -19,6 +19,7 @@ from __future__ import annotations
 from ._fixtures import (
     EVIDENCE_KEY,
     _cck_session_target,  # noqa: F401  (a fixture: pytest finds it by name)
+    _cck_target_pool,  # noqa: F401  (a fixture: pytest finds it by name)
     cck_client,
     cck_make_target,
     cck_settings,

@@ -3,8 +3,11 @@
 * ``cck_settings`` — :class:`Settings` of the run.
 * ``cck_target`` — the target (one node, default topology), started once per run; before each case any node a
   previous case stopped or killed is started again, so cases may crash it freely.
-* ``cck_make_target`` — a factory for a target of the run's kind with a topology of the case's own (started,
-  closed after the case); UNSUPPORTED on a ``url`` target.
+* ``cck_make_target`` — a factory for a started target of the run's kind with a topology of the case's own;
+  UNSUPPORTED on a ``url`` target.  Targets are kept between cases (:class:`TargetPool`): a case that asks for
+  a topology a previous case left as it found it gets that target, still running; a case marked
+  ``@pytest.mark.cck_fresh_broker`` (it changes a broker in a way the next case could notice) gets brokers of
+  its own, and they are not kept after it.
 * ``cck_client`` — the client under test of a client run (:class:`ClientUnderTest`, from ``--client``).
 * ``evidence`` — the case's :class:`CaseEvidence`; the plugin writes it out when the case ends.
 """
@@ -12,19 +15,26 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import pytest
 
 from conformance.clients import ClientUnderTest
 from conformance.evidence import CaseEvidence
-from conformance.targets import Target, Topology, make_target
-from conformance.verdicts import Indeterminate, KitError, Unsupported
+from conformance.targets import ManagedTarget, Target, Topology, make_target
+from conformance.verdicts import Indeterminate, KitError, Unsupported, Verdict
 
+from ._run import VERDICT_KEY
 from ._settings import SETTINGS_KEY, Settings
 
-__all__ = ["cck_settings", "cck_target", "cck_make_target", "cck_client", "evidence", "EVIDENCE_KEY"]
+__all__ = ["cck_settings", "cck_target", "cck_make_target", "cck_client", "evidence", "EVIDENCE_KEY", "FRESH_MARKER",
+           "TargetPool"]
 
 EVIDENCE_KEY = pytest.StashKey[CaseEvidence]()
+#: a case that needs brokers nobody used before it and nobody uses after it
+FRESH_MARKER = "cck_fresh_broker"
+#: at most this many idle nodes are kept running for later cases (a JVM holds a few hundred MB)
+IDLE_NODES = 3
 
 
 @pytest.fixture(scope="session")
@@ -75,22 +85,108 @@ def cck_target(_cck_session_target: Target) -> Target:
     return _cck_session_target
 
 
+@dataclass(frozen=True)
+class _Lent:
+    """A target handed to a case, with what its nodes looked like then."""
+
+    topology: Topology
+    target: Target
+    starts: tuple[int, ...]
+
+
+def _starts(target: Target) -> tuple[int, ...]:
+    return tuple(n.starts for n in target.nodes) if isinstance(target, ManagedTarget) else ()
+
+
+class TargetPool:
+    """Started targets kept between the cases that ask ``cck_make_target`` for them, by topology.
+
+    Starting brokers is most of a managed run's time (a JVM takes seconds), and many cases ask for the same
+    topology.  A target goes back into the pool after a case only if the case left it as it found it: it passed,
+    every node still runs the process it ran when the case got it (no stop, kill or restart), and the case is
+    not marked ``cck_fresh_broker``.  Cases name their queues and addresses after themselves, so what one case
+    created does not meet the next.  At most :data:`IDLE_NODES` idle nodes are kept, the least recently used
+    going first."""
+
+    def __init__(self, make: Callable[[Topology], Target], idle_nodes: int = IDLE_NODES) -> None:
+        self._make = make
+        self._idle_nodes = idle_nodes
+        self._idle: list[tuple[Topology, Target]] = []  # least recently used first
+        self.made = 0
+        self.reused = 0
+
+    def take(self, topology: Topology, *, fresh: bool = False) -> _Lent:
+        """A started target of ``topology``: an idle one when there is one (and ``fresh`` is false), else new."""
+        for i, (kept, target) in enumerate(self._idle):
+            if kept == topology and not fresh:
+                del self._idle[i]
+                if all(n.is_running for n in target.nodes):
+                    self.reused += 1
+                    return _Lent(topology, target, _starts(target))
+                target.close()  # a broker that died on its own while idle: not what the case asks for
+                break
+        target = self._make(topology)
+        self.made += 1
+        return _Lent(topology, target, _starts(target))
+
+    def give_back(self, lent: _Lent, *, reusable: bool) -> None:
+        """Keep ``lent.target`` for a later case if ``reusable`` and its nodes run the processes they ran when lent;
+        close it otherwise."""
+        target = lent.target
+        if not (reusable and _starts(target) == lent.starts and all(n.is_running for n in target.nodes)):
+            target.close()
+            return
+        self._idle.append((lent.topology, target))
+        while sum(len(t.nodes) for _, t in self._idle) > self._idle_nodes:
+            _, oldest = self._idle.pop(0)
+            oldest.close()
+
+    def close(self) -> None:
+        idle, self._idle = self._idle, []
+        for _, target in idle:
+            target.close()
+
+
+@pytest.fixture(scope="session")
+def _cck_target_pool(cck_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TargetPool]:
+    pool = TargetPool(lambda topology: _start(_new_target(cck_settings, tmp_path_factory, topology)))
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+def _left_as_found(request: pytest.FixtureRequest) -> bool:
+    """Whether the case may have left its brokers as it found them: it passed (a case that failed half way may
+    have left consumers, messages or a broker in a state of its own) and is not marked fresh."""
+    judgement = request.node.stash.get(VERDICT_KEY, None)
+    passed = judgement is not None and judgement.verdict is Verdict.PASS
+    return passed and request.node.get_closest_marker(FRESH_MARKER) is None
+
+
 @pytest.fixture
 def cck_make_target(
-    cck_settings: Settings, tmp_path_factory: pytest.TempPathFactory
+    cck_settings: Settings, _cck_target_pool: TargetPool, request: pytest.FixtureRequest
 ) -> Iterator[Callable[[Topology], Target]]:
-    made: list[Target] = []
+    if cck_settings.target == "url":  # before the pool: a url target has no topology to make
+        def refuse(topology: Topology) -> Target:
+            raise Unsupported("the case needs a broker configured by the kit (target reference or artemis)")
+
+        yield refuse
+        return
+    fresh = request.node.get_closest_marker(FRESH_MARKER) is not None
+    lent: list[_Lent] = []
 
     def make(topology: Topology) -> Target:
-        target = _start(_new_target(cck_settings, tmp_path_factory, topology))
-        made.append(target)
-        return target
+        lent.append(_cck_target_pool.take(topology, fresh=fresh))
+        return lent[-1].target
 
     try:
         yield make
     finally:
-        for target in reversed(made):
-            target.close()
+        reusable = _left_as_found(request)
+        for one in reversed(lent):
+            _cck_target_pool.give_back(one, reusable=reusable)
 
 
 @pytest.fixture(scope="session")

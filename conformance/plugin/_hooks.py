@@ -32,7 +32,7 @@ from ._deviations import (
     find_deviation,
     load_deviations,
 )
-from ._fixtures import EVIDENCE_KEY
+from ._fixtures import EVIDENCE_KEY, FRESH_MARKER
 from ._judge import Judgement, judge_phase, judge_teardown
 from ._options import add_options, conformance_option_given, settings_from_config
 from ._report import header_lines, summary_lines
@@ -93,6 +93,8 @@ def _check_clause_selection(settings: Settings, clauses: dict[str, Clause]) -> N
 
 @pytest.hookimpl(tryfirst=True)  # before allure-pytest's, which reads the allure results directory we may set
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{FRESH_MARKER}: the case gets brokers no case used before it, and none uses "
+                            "them after it (it changes a broker in a way a later case could notice)")
     settings = settings_from_config(config, os.environ)
     config.stash[SETTINGS_KEY] = settings
     if not settings.active:

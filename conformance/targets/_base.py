@@ -125,6 +125,8 @@ class ManagedNode(Node):
         self._tail: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
         self._process: BrokerProcess | None = None
         self._prepared = False
+        #: how many times the broker was launched: a case that left it as it found it left this unchanged
+        self.starts = 0
         #: turns the broker's command line into one that runs it elsewhere (a network namespace)
         self.launcher: Callable[[list[str]], list[str]] | None = None
 
@@ -165,6 +167,7 @@ class ManagedNode(Node):
             self.node_dir.mkdir(parents=True, exist_ok=True)
             self._prepare()
             self._prepared = True
+        self.starts += 1
         argv, env = self._argv(), self._env()
         process = BrokerProcess(argv if self.launcher is None else self.launcher(argv), ready=self.ready,
                                 log_file=self.log_file, tail=self._tail, cwd=self.node_dir, env=env,

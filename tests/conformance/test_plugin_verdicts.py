@@ -366,6 +366,68 @@ def test_real(case, cck_target, cck_settings):
                                  "1 broker cases against reference broker*: PASS 1"])
 
 
+POOL = '''
+import pytest
+
+from conformance.cases import Case, cases
+from conformance.targets import Topology
+
+SEEN = []
+TOPOLOGY = Topology.single()
+
+
+def one(n, what):
+    return cases(Case(f"demo.pool.{n}", "demo.must", what, "it runs"))
+
+
+@one(1, "asks for a topology")
+def test_first(case, cck_make_target):
+    SEEN.append(cck_make_target(TOPOLOGY).url)
+
+
+@one(2, "asks for it again")
+def test_again(case, cck_make_target):
+    SEEN.append(cck_make_target(TOPOLOGY).url)
+
+
+@one(3, "asks for it, but fresh")
+@pytest.mark.cck_fresh_broker
+def test_fresh(case, cck_make_target):
+    SEEN.append(cck_make_target(TOPOLOGY).url)
+
+
+@one(4, "asks for it and restarts the node")
+def test_restarts(case, cck_make_target):
+    target = cck_make_target(TOPOLOGY)
+    SEEN.append(target.url)
+    target.nodes[0].restart()
+
+
+@one(5, "asks for it and fails")
+def test_fails(case, cck_make_target):
+    SEEN.append(cck_make_target(TOPOLOGY).url)
+    assert False, "the broker did not answer"
+
+
+@one(6, "asks for it after all that")
+def test_after(case, cck_make_target):
+    SEEN.append(cck_make_target(TOPOLOGY).url)
+    first, again, fresh, restarted, failed, after = SEEN
+    assert first == again == restarted, "a target left as found is handed to the next case asking for it"
+    assert fresh not in (first, failed, after), "a fresh case gets brokers of its own"
+    assert failed != restarted, "a restarted target is not kept"
+    assert after != failed, "a failed case's target is not kept"
+'''
+
+
+def test_a_target_left_as_found_is_handed_to_the_next_case(kit: pytest.Pytester) -> None:
+    kit.makepyfile(test_pool=POOL)
+    result = kit.runpytest("-p", "no:cacheprovider", "--target", "reference", "--clause-table", "clauses",
+                           "test_pool.py")
+    result.assert_outcomes(passed=5, failed=1)
+    result.stdout.fnmatch_lines(["*demo.pool.5*FAIL*"])
+    assert "demo.pool.6" not in result.stdout.str(), result.stdout.str()
+
 # -- the cause decides: a kit error is never FAIL, PASS or PASS_LENIENT ------------------------------------------
 
 CAUSES = '''
