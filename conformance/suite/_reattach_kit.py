@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from codec import CoreMessage, Packet, RoutingType, SessionSendMessage
 from conformance.evidence import CaseEvidence
@@ -33,6 +34,7 @@ __all__ = [
     "outage",
     "producer_elsewhere",
     "proxied",
+    "proxied_scenario",
     "send_keys",
     "send_through_a_cut",
     "server_replay_problems",
@@ -236,6 +238,16 @@ class Scenario:
             evidence.note("messages_sent", self.flow.sent if sent is None else sent)
 
         return judged(self.history, evidence, before=drained, problems=self.problems)
+
+
+@asynccontextmanager
+async def proxied_scenario(target: Target, evidence: CaseEvidence, case_id: str, *, durable: bool, body: bytes = b"m",
+                           transacted: bool = False, **changes: Any) -> AsyncIterator[Scenario]:
+    """A case's :class:`Scenario` through a fault proxy in front of ``target`` (see :func:`proxied`), its client
+    the REATTACHING profile with ``changes`` (the case's window, ttl, ...)."""
+    settings = client_settings(target, REATTACHING, **changes)
+    async with proxied(target, evidence) as proxy:
+        yield await Scenario.open(proxy, settings, case_id, durable=durable, body=body, transacted=transacted)
 
 
 @asynccontextmanager

@@ -23,13 +23,13 @@ from conformance.plugin import Settings
 from conformance.targets import CONFIG, NodeSpec, Target, Topology
 from reference.client import Consumer, TransactionRolledBack
 
-from ._kit import REATTACHING, client_settings, key_of, message, record_receipt, run
+from ._kit import key_of, message, record_receipt, run
 from ._reattach_kit import (
     Scenario,
     confirmable_session_frames,
     outage,
     producer_elsewhere,
-    proxied,
+    proxied_scenario,
     send_keys,
     send_through_a_cut,
     server_replay_problems,
@@ -90,16 +90,15 @@ def test_cut_mid_batch(case: Case, cck_target: Target, cck_settings: Settings, e
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"])
-        async with proxied(cck_target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=p["durable"], body=b"x" * p["body"])
-            async with (sc.judged(cck_target.url, evidence, cck_settings),
-                        sc.connection):
-                event = await send_through_a_cut(sc, proxy, evidence, cut_after=p["cut_after"], total=p["total"],
-                                                 blocking=p["blocking"], restore_s=deadline(RESTORE_S),
-                                                 settle_s=deadline(SETTLE_S))
-                assert event.kind == "reattached", f"the session was not reattached: {event.kind} {event.detail}"
-                sc.problems += _check_replay(sc, proxy.wire_log, evidence)
+        async with (proxied_scenario(cck_target, evidence, case.id, durable=p["durable"], body=b"x" * p["body"],
+                                     confirmation_window_size=p["window"]) as sc,
+                    sc.judged(cck_target.url, evidence, cck_settings),
+                    sc.connection):
+            event = await send_through_a_cut(sc, sc.proxy, evidence, cut_after=p["cut_after"], total=p["total"],
+                                             blocking=p["blocking"], restore_s=deadline(RESTORE_S),
+                                             settle_s=deadline(SETTLE_S))
+            assert event.kind == "reattached", f"the session was not reattached: {event.kind} {event.detail}"
+            sc.problems += _check_replay(sc, sc.proxy.wire_log, evidence)
 
     run(cck_settings, scenario())
 
@@ -154,24 +153,22 @@ def test_reattach_within_ttl(case: Case, cck_target: Target, cck_settings: Setti
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=64 * KIB,
-                                   connection_ttl_ms=p["ttl"], client_failure_check_period_ms=p["ttl"] // 4)
-        async with proxied(cck_target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=True)
-            async with (sc.judged(cck_target.url, evidence, cck_settings),
-                        sc.connection):
-                for _ in range(10):
-                    await sc.flow.send_blocking()
-                await outage(proxy, p["outage"])
-                event = await wait_event(sc.connection, ("reattached", "recreated"), deadline(RESTORE_S))
-                assert event.kind == "reattached", f"{event.kind}: {event.detail}"
-                for _ in range(10):
-                    await sc.flow.send_blocking()
-                answers = _reattach_response(proxy.wire_log)
-                evidence.note("reattach_responses", [repr(a) for a in answers])
-                assert answers, "no REATTACH_SESSION_RESP on the wire"
-                assert answers[-1].reattached
-                assert not sc.stray_answers()
+        async with (proxied_scenario(cck_target, evidence, case.id, durable=True, confirmation_window_size=64 * KIB,
+                                     connection_ttl_ms=p["ttl"], client_failure_check_period_ms=p["ttl"] // 4) as sc,
+                    sc.judged(cck_target.url, evidence, cck_settings),
+                    sc.connection):
+            for _ in range(10):
+                await sc.flow.send_blocking()
+            await outage(sc.proxy, p["outage"])
+            event = await wait_event(sc.connection, ("reattached", "recreated"), deadline(RESTORE_S))
+            assert event.kind == "reattached", f"{event.kind}: {event.detail}"
+            for _ in range(10):
+                await sc.flow.send_blocking()
+            answers = _reattach_response(sc.proxy.wire_log)
+            evidence.note("reattach_responses", [repr(a) for a in answers])
+            assert answers, "no REATTACH_SESSION_RESP on the wire"
+            assert answers[-1].reattached
+            assert not sc.stray_answers()
 
     run(cck_settings, scenario())
 
@@ -227,41 +224,40 @@ def test_session_gone_is_recreated(case: Case, cck_target: Target, cck_make_targ
     down_s = p.get("outage", (ttl + 3 * TTL_CHECK_MS) / 1000 + 0.5 if p["window"] != -1 else 0.0)
 
     async def scenario() -> None:
-        settings = client_settings(target, REATTACHING, confirmation_window_size=p["window"], connection_ttl_ms=ttl,
-                                   client_failure_check_period_ms=max(50, ttl // 4), block_on_acknowledge=True)
         failures: list[str] = []
         await warm_up(target)
-        async with proxied(target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=True)
-            async with (sc.judged(target.url, evidence, cck_settings),
-                        sc.connection):
-                sc.connection.add_failure_listener(lambda error: failures.append(str(error)))
-                consumer = None
-                async with AsyncExitStack() as stack:
-                    if p["consumer"]:
-                        consumer = await sc.session.create_consumer(sc.queue)
-                        sc.session.start()
-                        sc.flow = await stack.enter_async_context(producer_elsewhere(target, settings, sc))
-                    for _ in range(5):
-                        await sc.flow.send_blocking()
-                    if consumer is not None:
-                        await _receive(consumer, sc.history, 5, deadline(RESTORE_S))
-                    await outage(proxy, down_s)
-                    event = await wait_event(sc.connection, ("reattached", "recreated"),
-                                             deadline(RESTORE_S + down_s))
-                    evidence.note("events", [(e.kind, e.detail) for e in sc.connection.events])
-                    assert event.kind == "recreated", f"expected a recreate, got {event.kind}: {event.detail}"
-                    answers = _reattach_response(proxy.wire_log)
-                    assert answers, "no REATTACH_SESSION_RESP on the wire"
-                    assert not answers[-1].reattached, f"REATTACH_SESSION_RESP: {answers}"
-                    created = [r for r in proxy.wire_log
-                               if isinstance(r.packet, CreateSessionMessage) and r.conn > 1]
-                    assert created, "no CREATESESSION on the new connection"
-                    assert failures, "the failure listener was not called"
-                    for _ in range(5):
-                        await sc.flow.send_blocking()
-                    if consumer is not None:
-                        await _receive(consumer, sc.history, 5, deadline(RESTORE_S))
+        async with (proxied_scenario(target, evidence, case.id, durable=True, confirmation_window_size=p["window"],
+                                     connection_ttl_ms=ttl, client_failure_check_period_ms=max(50, ttl // 4),
+                                     block_on_acknowledge=True) as sc,
+                    sc.judged(target.url, evidence, cck_settings),
+                    sc.connection):
+            sc.connection.add_failure_listener(lambda error: failures.append(str(error)))
+            consumer = None
+            async with AsyncExitStack() as stack:
+                if p["consumer"]:
+                    consumer = await sc.session.create_consumer(sc.queue)
+                    sc.session.start()
+                    sc.flow = await stack.enter_async_context(producer_elsewhere(target, sc.settings, sc))
+                for _ in range(5):
+                    await sc.flow.send_blocking()
+                if consumer is not None:
+                    await _receive(consumer, sc.history, 5, deadline(RESTORE_S))
+                await outage(sc.proxy, down_s)
+                event = await wait_event(sc.connection, ("reattached", "recreated"),
+                                         deadline(RESTORE_S + down_s))
+                evidence.note("events", [(e.kind, e.detail) for e in sc.connection.events])
+                assert event.kind == "recreated", f"expected a recreate, got {event.kind}: {event.detail}"
+                answers = _reattach_response(sc.proxy.wire_log)
+                assert answers, "no REATTACH_SESSION_RESP on the wire"
+                assert not answers[-1].reattached, f"REATTACH_SESSION_RESP: {answers}"
+                created = [r for r in sc.proxy.wire_log
+                           if isinstance(r.packet, CreateSessionMessage) and r.conn > 1]
+                assert created, "no CREATESESSION on the new connection"
+                assert failures, "the failure listener was not called"
+                for _ in range(5):
+                    await sc.flow.send_blocking()
+                if consumer is not None:
+                    await _receive(consumer, sc.history, 5, deadline(RESTORE_S))
 
     run(cck_settings, scenario())
 
@@ -328,42 +324,41 @@ def test_loss_before_the_cut(case: Case, cck_target: Target, cck_settings: Setti
     what, k = p["what"], p["k"]
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"],
-                                   block_on_acknowledge=True)
-        async with proxied(cck_target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=p["durable"])
-            async with (sc.judged(cck_target.url, evidence, cck_settings),
-                        sc.connection, AsyncExitStack() as stack):
-                consumer = None
+        async with (proxied_scenario(cck_target, evidence, case.id, durable=p["durable"],
+                                     confirmation_window_size=p["window"], block_on_acknowledge=True) as sc,
+                    sc.judged(cck_target.url, evidence, cck_settings),
+                    sc.connection,
+                    AsyncExitStack() as stack):
+            consumer = None
+            if what == "deliveries":
+                consumer = await sc.session.create_consumer(sc.queue)
+                sc.session.start()
+                sc.flow = await stack.enter_async_context(producer_elsewhere(cck_target, sc.settings, sc))
+            for _ in range(3):  # some traffic both ways before the loss, all of it answered
+                await sc.flow.send_blocking()
+            await sc.flow.settled(deadline(SETTLE_S))
+            if consumer is not None:
+                await _receive(consumer, sc.history, 3, deadline(RESTORE_S))
+            lost_type = {"c2s": "SESS_SEND", "s2c": "NULL_RESPONSE", "deliveries": "SESS_RECEIVE_MSG"}[what]
+            drop = sc.proxy.add(Drop("c2s" if what == "c2s" else "s2c"))
+            for _ in range(k):
                 if what == "deliveries":
-                    consumer = await sc.session.create_consumer(sc.queue)
-                    sc.session.start()
-                    sc.flow = await stack.enter_async_context(producer_elsewhere(cck_target, settings, sc))
-                for _ in range(3):  # some traffic both ways before the loss, all of it answered
                     await sc.flow.send_blocking()
-                await sc.flow.settled(deadline(SETTLE_S))
-                if consumer is not None:
-                    await _receive(consumer, sc.history, 3, deadline(RESTORE_S))
-                lost_type = {"c2s": "SESS_SEND", "s2c": "NULL_RESPONSE", "deliveries": "SESS_RECEIVE_MSG"}[what]
-                drop = proxy.add(Drop("c2s" if what == "c2s" else "s2c"))
-                for _ in range(k):
-                    if what == "deliveries":
-                        await sc.flow.send_blocking()
-                    else:
-                        await sc.flow.send_async()
-                await proxy.wait_for_record(
-                    _counter(lambda r: r.action == "dropped" and r.type_name == lost_type, k), deadline(RESTORE_S))
-                proxy.remove(drop)
-                assert proxy.cut_all() >= 1
-                event = await wait_event(sc.connection, ("reattached", "recreated"), deadline(RESTORE_S))
-                assert event.kind == "reattached", f"{event.kind}: {event.detail}"
-                await sc.flow.settled(deadline(SETTLE_S))
-                if consumer is not None:
-                    await _receive(consumer, sc.history, k, deadline(RESTORE_S))
-                    assert all(op.delivery_count == 1 for op in sc.history if op.f == "receive"), \
-                        "a replayed delivery came as a redelivery"
-                log = list(proxy.wire_log)
-                sc.problems += (_check_c2s_replay if what == "c2s" else _check_s2c_replay)(sc, log, evidence)
+                else:
+                    await sc.flow.send_async()
+            await sc.proxy.wait_for_record(
+                _counter(lambda r: r.action == "dropped" and r.type_name == lost_type, k), deadline(RESTORE_S))
+            sc.proxy.remove(drop)
+            assert sc.proxy.cut_all() >= 1
+            event = await wait_event(sc.connection, ("reattached", "recreated"), deadline(RESTORE_S))
+            assert event.kind == "reattached", f"{event.kind}: {event.detail}"
+            await sc.flow.settled(deadline(SETTLE_S))
+            if consumer is not None:
+                await _receive(consumer, sc.history, k, deadline(RESTORE_S))
+                assert all(op.delivery_count == 1 for op in sc.history if op.f == "receive"), \
+                    "a replayed delivery came as a redelivery"
+            log = list(sc.proxy.wire_log)
+            sc.problems += (_check_c2s_replay if what == "c2s" else _check_s2c_replay)(sc, log, evidence)
 
     run(cck_settings, scenario())
 
@@ -420,22 +415,21 @@ def test_second_failure_during_reattach(case: Case, cck_target: Target, cck_sett
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=10 * KIB)
-        async with proxied(cck_target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=p["blocking"])
-            async with (sc.judged(cck_target.url, evidence, cck_settings),
-                        sc.connection):
-                proxy.add(ResetDuringReattach(count=p["resets"]))
-                proxy.add(CutAfter(p["n"], channel=sc.channel))
-                for _ in range(p["n"] + 10):
-                    await sc.flow.send(p["blocking"])
-                event = await wait_event(sc.connection, ("reattached", "recreated"), deadline(RESTORE_S))
-                await sc.flow.settled(deadline(SETTLE_S))
-                evidence.note("events", [(e.kind, e.detail) for e in sc.connection.events])
-                assert event.kind == "reattached", f"{event.kind}: {event.detail}"
-                resets = [r for r in proxy.wire_log if r.type_name == "REATTACH_SESSION" and r.action == "cut"]
-                assert len(resets) == p["resets"], f"{len(resets)} reattach attempts were reset"
-                sc.problems += _check_replay(sc, list(proxy.wire_log), evidence)
+        async with (proxied_scenario(cck_target, evidence, case.id, durable=p["blocking"],
+                                     confirmation_window_size=10 * KIB) as sc,
+                    sc.judged(cck_target.url, evidence, cck_settings),
+                    sc.connection):
+            sc.proxy.add(ResetDuringReattach(count=p["resets"]))
+            sc.proxy.add(CutAfter(p["n"], channel=sc.channel))
+            for _ in range(p["n"] + 10):
+                await sc.flow.send(p["blocking"])
+            event = await wait_event(sc.connection, ("reattached", "recreated"), deadline(RESTORE_S))
+            await sc.flow.settled(deadline(SETTLE_S))
+            evidence.note("events", [(e.kind, e.detail) for e in sc.connection.events])
+            assert event.kind == "reattached", f"{event.kind}: {event.detail}"
+            resets = [r for r in sc.proxy.wire_log if r.type_name == "REATTACH_SESSION" and r.action == "cut"]
+            assert len(resets) == p["resets"], f"{len(resets)} reattach attempts were reset"
+            sc.problems += _check_replay(sc, list(sc.proxy.wire_log), evidence)
 
     run(cck_settings, scenario())
 
@@ -473,11 +467,10 @@ def test_transaction_across_failover(case: Case, cck_target: Target, cck_make_ta
     down_s = (ttl + 3 * TTL_CHECK_MS) / 1000 + 0.5 if mode == "ttl" else 0.0
 
     async def scenario() -> None:
-        settings = client_settings(target, REATTACHING, confirmation_window_size=window, connection_ttl_ms=ttl,
-                                   client_failure_check_period_ms=max(50, ttl // 4))
         await warm_up(target)
-        async with proxied(target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=p["durable"], transacted=True)
+        async with proxied_scenario(target, evidence, case.id, durable=p["durable"], transacted=True,
+                                    confirmation_window_size=window, connection_ttl_ms=ttl,
+                                    client_failure_check_period_ms=max(50, ttl // 4)) as sc:
             h = sc.history
             async with (sc.judged(target.url, evidence, cck_settings, sent=p["m"]),
                         sc.connection):
@@ -487,7 +480,7 @@ def test_transaction_across_failover(case: Case, cck_target: Target, cck_make_ta
                     keys.append(key_of(in_tx))
                     h.invoke_send("producer-1", keys[-1], producer="P1", seq=seq)
                     await sc.flow.producer.send(in_tx)
-                await outage(proxy, down_s)
+                await outage(sc.proxy, down_s)
                 event = await wait_event(sc.connection, ("reattached", "recreated"), deadline(RESTORE_S + down_s))
                 evidence.note("events", [(e.kind, e.detail) for e in sc.connection.events])
                 if mode == "reattach":
@@ -535,20 +528,18 @@ def test_consumer_keeps_receiving(case: Case, cck_target: Target, cck_settings: 
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"],
-                                   block_on_acknowledge=True)
-        async with proxied(cck_target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=p["durable"])
+        async with proxied_scenario(cck_target, evidence, case.id, durable=p["durable"],
+                                    confirmation_window_size=p["window"], block_on_acknowledge=True) as sc:
             async with (sc.judged(cck_target.url, evidence, cck_settings),
                         sc.connection):
                 consumer = await sc.session.create_consumer(sc.queue)
                 sc.session.start()
-                async with producer_elsewhere(cck_target, settings, sc) as flow:
+                async with producer_elsewhere(cck_target, sc.settings, sc) as flow:
                     sc.flow = flow
                     for _ in range(p["first"]):
                         await flow.send_blocking()
                     await _receive(consumer, sc.history, p["first"], deadline(RESTORE_S))
-                    assert proxy.cut_all() >= 1
+                    assert sc.proxy.cut_all() >= 1
                     event = await wait_event(sc.connection, ("reattached", "recreated"), deadline(RESTORE_S))
                     assert event.kind == "reattached", f"{event.kind}: {event.detail}"
                     for _ in range(p["total"] - p["first"]):

@@ -22,8 +22,8 @@ from conformance.plugin import Settings
 from conformance.targets import Target
 from conformance.verdicts import Indeterminate
 
-from ._kit import REATTACHING, client_settings, run
-from ._reattach_kit import Scenario, confirmable_session_frames, proxied, send_through_a_cut
+from ._kit import run
+from ._reattach_kit import confirmable_session_frames, proxied_scenario, send_through_a_cut
 
 KIB = 1024
 #: How long the reattach may take once the link is back.
@@ -109,16 +109,15 @@ def test_client_replays_what_the_broker_missed(case: Case, cck_client: ClientUnd
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"])
-        async with proxied(cck_target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=p["blocking"], body=b"x" * 100)
-            async with (sc.judged(cck_target.url, evidence, cck_settings),
-                        sc.connection):
-                event = await send_through_a_cut(sc, proxy, evidence, cut_after=p["cut_after"], total=p["total"],
-                                                 blocking=p["blocking"], restore_s=deadline(RESTORE_S),
-                                                 settle_s=deadline(SETTLE_S))
-                sc.problems += _judge_replay(list(proxy.wire_log), sc.channel, evidence)
-                assert event.kind == "reattached", (f"the broker kept the session but the client did not reattach: "
-                                                    f"{event.kind} {event.detail}")
+        async with (proxied_scenario(cck_target, evidence, case.id, durable=p["blocking"], body=b"x" * 100,
+                                     confirmation_window_size=p["window"]) as sc,
+                    sc.judged(cck_target.url, evidence, cck_settings),
+                    sc.connection):
+            event = await send_through_a_cut(sc, sc.proxy, evidence, cut_after=p["cut_after"], total=p["total"],
+                                             blocking=p["blocking"], restore_s=deadline(RESTORE_S),
+                                             settle_s=deadline(SETTLE_S))
+            sc.problems += _judge_replay(list(sc.proxy.wire_log), sc.channel, evidence)
+            assert event.kind == "reattached", (f"the broker kept the session but the client did not reattach: "
+                                                f"{event.kind} {event.detail}")
 
     run(cck_settings, scenario())

@@ -21,7 +21,7 @@ from conformance.targets import Target
 from conformance.verdicts import CheckFailed
 
 from ._kit import REATTACHING, client_settings, observed, run
-from ._reattach_kit import Scenario, proxied
+from ._reattach_kit import proxied_scenario
 
 #: How long the broker may take to answer the second connection's REATTACH_SESSION.
 ANSWER_S = 15.0
@@ -70,27 +70,26 @@ def test_reattach_of_a_live_windowless_session(case: Case, cck_target: Target, c
 
     async def scenario() -> None:
         # A does not reconnect: once the answer is in, the kit cuts the proxy's links and A simply ends (a session
-        # the broker closed would otherwise hold A's SESS_CLOSE until its call timeout)
-        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=-1, reconnect_attempts=0)
-        async with proxied(cck_target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=True)
-            # the drain reconnects as the reattach cases' client does, not windowless
-            async with (sc.judged(cck_target.url, evidence, cck_settings,
-                                  settings=client_settings(cck_target, REATTACHING)),
-                        sc.connection):
-                for _ in range(case.params["sends"]):
-                    await sc.flow.send_blocking()
-                name = sc.session.name
-                evidence.note("session_name", name)
-                answer = await observed(
-                    _reattach_from(proxy.url, name, settings.version), deadline(ANSWER_S),
-                    "the broker's REATTACH_SESSION_RESP to a second connection's REATTACH_SESSION for a live session "
-                    "with window -1")
-                evidence.note("reattach_response", repr(answer))
-                evidence.note("first_connection_failed_before_answer", repr(sc.connection.failure))
-                proxy.cut_all()
-                assert not answer.reattached, (
-                    f"the broker reattached session {name} (confirmationWindowSize -1) to a second connection: "
-                    f"{answer!r}")
+        # the broker closed would otherwise hold A's SESS_CLOSE until its call timeout); the final drain
+        # reconnects as the reattach cases' client does, not windowless
+        async with (proxied_scenario(cck_target, evidence, case.id, durable=True, confirmation_window_size=-1,
+                                     reconnect_attempts=0) as sc,
+                    sc.judged(cck_target.url, evidence, cck_settings,
+                              settings=client_settings(cck_target, REATTACHING)),
+                    sc.connection):
+            for _ in range(case.params["sends"]):
+                await sc.flow.send_blocking()
+            name = sc.session.name
+            evidence.note("session_name", name)
+            answer = await observed(
+                _reattach_from(sc.proxy.url, name, sc.settings.version), deadline(ANSWER_S),
+                "the broker's REATTACH_SESSION_RESP to a second connection's REATTACH_SESSION for a live session "
+                "with window -1")
+            evidence.note("reattach_response", repr(answer))
+            evidence.note("first_connection_failed_before_answer", repr(sc.connection.failure))
+            sc.proxy.cut_all()
+            assert not answer.reattached, (
+                f"the broker reattached session {name} (confirmationWindowSize -1) to a second connection: "
+                f"{answer!r}")
 
     run(cck_settings, scenario())

@@ -30,13 +30,12 @@ from conformance.plugin import Settings
 from conformance.targets import Target
 from reference.client import BrokerRefused
 
-from ._kit import REATTACHING, client_settings, key_of, run
+from ._kit import key_of, run
 from ._reattach_kit import (
-    Scenario,
     confirmable_session_frames,
     outage,
     producer_elsewhere,
-    proxied,
+    proxied_scenario,
     server_replay_problems,
     wait_event,
 )
@@ -116,20 +115,19 @@ def test_confirmation_cadence(case: Case, cck_target: Target, cck_settings: Sett
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"])
-        async with proxied(cck_target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=p["blocking"], body=b"c" * p["body"])
-            async with sc.connection:
-                started = time.monotonic()
-                for _ in range(p["count"]):
-                    await sc.flow.send(p["blocking"])
-                await sc.flow.settled(deadline(SETTLE_S))
-                cadence = await _settled_cadence(proxy, sc.channel, p["window"], deadline(SETTLE_S))
-                _judge(cadence, time.monotonic() - started, evidence)
-                if sum(r.size for r in confirmable_session_frames(proxy.wire_log, direction="c2s",
-                                                                  channel=sc.channel)) >= p["window"]:
-                    assert cadence.window_confirms, "the window filled but no PACKETS_CONFIRMED came for it"
-                await sc.session.delete_queue(sc.queue)
+        async with (proxied_scenario(cck_target, evidence, case.id, durable=p["blocking"], body=b"c" * p["body"],
+                                     confirmation_window_size=p["window"]) as sc,
+                    sc.connection):
+            started = time.monotonic()
+            for _ in range(p["count"]):
+                await sc.flow.send(p["blocking"])
+            await sc.flow.settled(deadline(SETTLE_S))
+            cadence = await _settled_cadence(sc.proxy, sc.channel, p["window"], deadline(SETTLE_S))
+            _judge(cadence, time.monotonic() - started, evidence)
+            if sum(r.size for r in confirmable_session_frames(sc.proxy.wire_log, direction="c2s",
+                                                              channel=sc.channel)) >= p["window"]:
+                assert cadence.window_confirms, "the window filled but no PACKETS_CONFIRMED came for it"
+            await sc.session.delete_queue(sc.queue)
 
     run(cck_settings, scenario())
 
@@ -161,40 +159,39 @@ def test_what_counts(case: Case, cck_target: Target, cck_settings: Settings, evi
 
     async def scenario() -> None:
         extra: dict[str, Any] = {"client_failure_check_period_ms": 20} if p["mode"] == "pings" else {}
-        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=window, **extra)
-        async with proxied(cck_target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=True, body=b"w" * 100)
-            async with sc.connection:
-                started = time.monotonic()
-                refused = 0
-                if p["mode"] == "pings":
-                    for _ in range(150):
-                        await sc.flow.send_blocking()
-                else:
-                    for _ in range(12):
-                        await sc.flow.send_blocking()
-                        try:
-                            await sc.session.create_queue(sc.queue, sc.queue, routing_type=RoutingType.ANYCAST)
-                        except BrokerRefused as exc:
-                            refused += 1
-                            evidence.note("refusal", str(exc))
-                        else:
-                            raise AssertionError("the broker created a queue that already exists")
-                commands = confirmable_session_frames(proxy.wire_log, direction="c2s", conn=1, channel=sc.channel)
-                # the first CREATE_QUEUE_V2 is the scenario's own (accepted); every later one was refused
-                creates = [i for i, r in enumerate(commands) if isinstance(r.packet, CreateQueueMessage_V2)]
-                excluded = frozenset(creates[1:]) if p["mode"] == "exceptions" else frozenset()
-                assert len(excluded) == refused
-                cadence = await _settled_cadence(proxy, sc.channel, window, deadline(SETTLE_S), excluded)
-                _judge(cadence, time.monotonic() - started, evidence)
-                if p["mode"] == "pings":
-                    pings = [r for r in proxy.wire_log if r.direction == "c2s" and r.type_name == "PING"]
-                    client_confirms = _confirms(proxy.wire_log, "c2s", sc.channel)
-                    evidence.note("client_pings", len(pings))
-                    evidence.note("client_confirms", len(client_confirms))
-                    assert len(pings) > 1, "the client did not PING during the batch: nothing was tested"
-                    assert client_confirms, "the client sent no PACKETS_CONFIRMED: nothing was tested"
-                await sc.session.delete_queue(sc.queue)
+        async with (proxied_scenario(cck_target, evidence, case.id, durable=True, body=b"w" * 100,
+                                     confirmation_window_size=window, **extra) as sc,
+                    sc.connection):
+            started = time.monotonic()
+            refused = 0
+            if p["mode"] == "pings":
+                for _ in range(150):
+                    await sc.flow.send_blocking()
+            else:
+                for _ in range(12):
+                    await sc.flow.send_blocking()
+                    try:
+                        await sc.session.create_queue(sc.queue, sc.queue, routing_type=RoutingType.ANYCAST)
+                    except BrokerRefused as exc:
+                        refused += 1
+                        evidence.note("refusal", str(exc))
+                    else:
+                        raise AssertionError("the broker created a queue that already exists")
+            commands = confirmable_session_frames(sc.proxy.wire_log, direction="c2s", conn=1, channel=sc.channel)
+            # the first CREATE_QUEUE_V2 is the scenario's own (accepted); every later one was refused
+            creates = [i for i, r in enumerate(commands) if isinstance(r.packet, CreateQueueMessage_V2)]
+            excluded = frozenset(creates[1:]) if p["mode"] == "exceptions" else frozenset()
+            assert len(excluded) == refused
+            cadence = await _settled_cadence(sc.proxy, sc.channel, window, deadline(SETTLE_S), excluded)
+            _judge(cadence, time.monotonic() - started, evidence)
+            if p["mode"] == "pings":
+                pings = [r for r in sc.proxy.wire_log if r.direction == "c2s" and r.type_name == "PING"]
+                client_confirms = _confirms(sc.proxy.wire_log, "c2s", sc.channel)
+                evidence.note("client_pings", len(pings))
+                evidence.note("client_confirms", len(client_confirms))
+                assert len(pings) > 1, "the client did not PING during the batch: nothing was tested"
+                assert client_confirms, "the client sent no PACKETS_CONFIRMED: nothing was tested"
+            await sc.session.delete_queue(sc.queue)
 
     run(cck_settings, scenario())
 
@@ -217,9 +214,8 @@ def test_flush_on_close(case: Case, cck_target: Target, cck_settings: Settings, 
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"])
-        async with proxied(cck_target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=False)
+        async with proxied_scenario(cck_target, evidence, case.id, durable=False,
+                                    confirmation_window_size=p["window"]) as sc:
             async with sc.connection:
                 cleanup = await sc.connection.create_session()
                 for _ in range(p["k"]):
@@ -227,7 +223,7 @@ def test_flush_on_close(case: Case, cck_target: Target, cck_settings: Settings, 
                 await sc.flow.settled(deadline(SETTLE_S))
                 await sc.session.close()
                 await cleanup.delete_queue(sc.queue)
-            log = list(proxy.wire_log)
+            log = list(sc.proxy.wire_log)
             commands = confirmable_session_frames(log, direction="c2s", conn=1, channel=sc.channel)
             close_index = next(i for i, r in enumerate(commands) if isinstance(r.packet, SessionCloseMessage))
             close_seq = commands[close_index].seq
@@ -272,31 +268,30 @@ def test_flush_on_ttl_check(case: Case, cck_target: Target, cck_settings: Settin
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"])
-        async with proxied(cck_target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=False)
-            async with sc.connection:
-                for _ in range(p["k"]):
-                    await sc.flow.send_async()
-                await sc.flow.settled(deadline(SETTLE_S))
-                commands = confirmable_session_frames(proxy.wire_log, direction="c2s", conn=1, channel=sc.channel)
-                last_index, last_sent = len(commands) - 1, commands[-1]
-                flush = await proxy.wait_for_record(
-                    lambda r: r.direction == "s2c" and r.channel == sc.channel
-                    and isinstance(r.packet, PacketsConfirmedMessage) and r.packet.command_id == last_index,
-                    deadline(2 * CHECK_S + 2))
-                delay_s = (flush.ts_ns - last_sent.ts_ns) / 1e9
-                evidence.note("flush_delay_s", delay_s)
-                assert delay_s <= deadline(CHECK_S + 1.0), f"the partial window was flushed after {delay_s:.2f} s"
-                # A blocking query answered after the flush proves the client processed it: its cache must
-                # then hold the query alone.
-                await sc.session.queue_query(sc.queue)
-                window = sc.session.core.send_window
-                evidence.note("client_cache", {"first_stored": window.first_stored, "cached": len(window.cache)})
-                assert window.first_stored == last_index + 1, (
-                    f"the client's cache starts at command {window.first_stored}, expected {last_index + 1}")
-                assert len(window.cache) == 1, f"{len(window.cache)} commands cached, expected only the query"
-                await sc.session.delete_queue(sc.queue)
+        async with (proxied_scenario(cck_target, evidence, case.id, durable=False,
+                                     confirmation_window_size=p["window"]) as sc,
+                    sc.connection):
+            for _ in range(p["k"]):
+                await sc.flow.send_async()
+            await sc.flow.settled(deadline(SETTLE_S))
+            commands = confirmable_session_frames(sc.proxy.wire_log, direction="c2s", conn=1, channel=sc.channel)
+            last_index, last_sent = len(commands) - 1, commands[-1]
+            flush = await sc.proxy.wait_for_record(
+                lambda r: r.direction == "s2c" and r.channel == sc.channel
+                and isinstance(r.packet, PacketsConfirmedMessage) and r.packet.command_id == last_index,
+                deadline(2 * CHECK_S + 2))
+            delay_s = (flush.ts_ns - last_sent.ts_ns) / 1e9
+            evidence.note("flush_delay_s", delay_s)
+            assert delay_s <= deadline(CHECK_S + 1.0), f"the partial window was flushed after {delay_s:.2f} s"
+            # A blocking query answered after the flush proves the client processed it: its cache must
+            # then hold the query alone.
+            await sc.session.queue_query(sc.queue)
+            window = sc.session.core.send_window
+            evidence.note("client_cache", {"first_stored": window.first_stored, "cached": len(window.cache)})
+            assert window.first_stored == last_index + 1, (
+                f"the client's cache starts at command {window.first_stored}, expected {last_index + 1}")
+            assert len(window.cache) == 1, f"{len(window.cache)} commands cached, expected only the query"
+            await sc.session.delete_queue(sc.queue)
 
     run(cck_settings, scenario())
 
@@ -319,34 +314,32 @@ def test_client_flush_on_ping(case: Case, cck_client: ClientUnderTest, cck_targe
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"],
-                                   client_failure_check_period_ms=p["period"])
-        async with proxied(cck_target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=True)
-            async with sc.connection:
-                consumer = await sc.session.create_consumer(sc.queue)
-                sc.session.start()
-                async with producer_elsewhere(cck_target, settings, sc) as flow:
-                    for _ in range(p["k"]):
-                        await flow.send_blocking()
+        async with (proxied_scenario(cck_target, evidence, case.id, durable=True, confirmation_window_size=p["window"],
+                                     client_failure_check_period_ms=p["period"]) as sc,
+                    sc.connection):
+            consumer = await sc.session.create_consumer(sc.queue)
+            sc.session.start()
+            async with producer_elsewhere(cck_target, sc.settings, sc) as flow:
                 for _ in range(p["k"]):
-                    delivery = await consumer.receive(deadline(SETTLE_S))
-                    assert delivery is not None
-                pushed = confirmable_session_frames(proxy.wire_log, direction="s2c", conn=1, channel=sc.channel)
-                last_index = len(pushed) - 1
-                got_at = pushed[-1].ts_ns
-                flush = await proxy.wait_for_record(
-                    lambda r: r.direction == "c2s" and r.channel == sc.channel and r.ts_ns >= got_at
-                    and isinstance(r.packet, PacketsConfirmedMessage) and r.packet.command_id == last_index,
-                    deadline(3 * p["period"] / 1000 + 2))
-                # written together with a PING: right before it (the kit's client) or right after (Artemis's)
-                neighbours = {r.seq - flush.seq: r.type_name for r in proxy.wire_log
-                              if r.direction == "c2s" and r.conn == 1 and abs(r.seq - flush.seq) == 1}
-                evidence.note("flush_delay_s", (flush.ts_ns - got_at) / 1e9)
-                evidence.note("flush_neighbours", neighbours)
-                assert "PING" in neighbours.values(), f"the flush was written next to {neighbours}, not a PING"
-                await consumer.close()
-                await sc.session.delete_queue(sc.queue)
+                    await flow.send_blocking()
+            for _ in range(p["k"]):
+                delivery = await consumer.receive(deadline(SETTLE_S))
+                assert delivery is not None
+            pushed = confirmable_session_frames(sc.proxy.wire_log, direction="s2c", conn=1, channel=sc.channel)
+            last_index = len(pushed) - 1
+            got_at = pushed[-1].ts_ns
+            flush = await sc.proxy.wait_for_record(
+                lambda r: r.direction == "c2s" and r.channel == sc.channel and r.ts_ns >= got_at
+                and isinstance(r.packet, PacketsConfirmedMessage) and r.packet.command_id == last_index,
+                deadline(3 * p["period"] / 1000 + 2))
+            # written together with a PING: right before it (the kit's client) or right after (Artemis's)
+            neighbours = {r.seq - flush.seq: r.type_name for r in sc.proxy.wire_log
+                          if r.direction == "c2s" and r.conn == 1 and abs(r.seq - flush.seq) == 1}
+            evidence.note("flush_delay_s", (flush.ts_ns - got_at) / 1e9)
+            evidence.note("flush_neighbours", neighbours)
+            assert "PING" in neighbours.values(), f"the flush was written next to {neighbours}, not a PING"
+            await consumer.close()
+            await sc.session.delete_queue(sc.queue)
 
     run(cck_settings, scenario())
 
@@ -371,31 +364,30 @@ def test_client_cache_release(case: Case, cck_client: ClientUnderTest, cck_targe
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"])
-        async with proxied(cck_target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=False, body=b"r" * p["body"])
-            async with sc.connection:
-                for _ in range(p["count"]):
-                    await sc.flow.send_async()
-                await sc.flow.settled(deadline(SETTLE_S))
-                # A blocking query: everything the broker sent before its answer has been processed once it returns.
-                await sc.session.queue_query(sc.queue)
-                log = list(proxy.wire_log)
-                s2c = sorted((r for r in log if r.direction == "s2c" and r.conn == 1 and r.channel == sc.channel),
-                             key=lambda r: r.seq)
-                answer = max(r.seq for r in s2c if r.type_name.startswith("SESS_QUEUEQUERY_RESP"))
-                seen = [r.packet.command_id for r in s2c
-                        if isinstance(r.packet, PacketsConfirmedMessage) and r.seq < answer]
-                commands = confirmable_session_frames(log, direction="c2s", conn=1, channel=sc.channel)
-                window = sc.session.core.send_window
-                expected_first = (max(seen) + 1) if seen else 0
-                evidence.note("client_cache", {"first_stored": window.first_stored, "cached": len(window.cache),
-                                               "confirmed_ids": seen})
-                assert seen, "the broker confirmed nothing although the window filled"
-                assert window.first_stored == expected_first, (
-                    f"the cache starts at command {window.first_stored}; the broker had confirmed up to {max(seen)}")
-                assert len(window.cache) == len(commands) - expected_first
-                await sc.session.delete_queue(sc.queue)
+        async with (proxied_scenario(cck_target, evidence, case.id, durable=False, body=b"r" * p["body"],
+                                     confirmation_window_size=p["window"]) as sc,
+                    sc.connection):
+            for _ in range(p["count"]):
+                await sc.flow.send_async()
+            await sc.flow.settled(deadline(SETTLE_S))
+            # A blocking query: everything the broker sent before its answer has been processed once it returns.
+            await sc.session.queue_query(sc.queue)
+            log = list(sc.proxy.wire_log)
+            s2c = sorted((r for r in log if r.direction == "s2c" and r.conn == 1 and r.channel == sc.channel),
+                         key=lambda r: r.seq)
+            answer = max(r.seq for r in s2c if r.type_name.startswith("SESS_QUEUEQUERY_RESP"))
+            seen = [r.packet.command_id for r in s2c
+                    if isinstance(r.packet, PacketsConfirmedMessage) and r.seq < answer]
+            commands = confirmable_session_frames(log, direction="c2s", conn=1, channel=sc.channel)
+            window = sc.session.core.send_window
+            expected_first = (max(seen) + 1) if seen else 0
+            evidence.note("client_cache", {"first_stored": window.first_stored, "cached": len(window.cache),
+                                           "confirmed_ids": seen})
+            assert seen, "the broker confirmed nothing although the window filled"
+            assert window.first_stored == expected_first, (
+                f"the cache starts at command {window.first_stored}; the broker had confirmed up to {max(seen)}")
+            assert len(window.cache) == len(commands) - expected_first
+            await sc.session.delete_queue(sc.queue)
 
     run(cck_settings, scenario())
 
@@ -418,60 +410,59 @@ def test_broker_cache_release(case: Case, cck_target: Target, cck_settings: Sett
     deadline = cck_settings.deadline
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=p["window"])
-        async with proxied(cck_target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=True)
-            async with sc.connection:
-                consumer = await sc.session.create_consumer(sc.queue)
-                sc.session.start()
-                received: list[str] = []
-                async with producer_elsewhere(cck_target, settings, sc) as flow:
-                    for _ in range(p["total"] - p["lost"]):
-                        await flow.send_blocking()
-                    for _ in range(p["total"] - p["lost"]):
-                        delivery = await consumer.receive(deadline(SETTLE_S))
-                        assert delivery is not None
-                        received.append(key_of(delivery.message))
-                    drop = proxy.add(Drop("s2c"))
-                    for _ in range(p["lost"]):
-                        await flow.send_blocking()
-                    if p["lost"]:
-                        count = 0
+        async with (proxied_scenario(cck_target, evidence, case.id, durable=True,
+                                     confirmation_window_size=p["window"]) as sc,
+                    sc.connection):
+            consumer = await sc.session.create_consumer(sc.queue)
+            sc.session.start()
+            received: list[str] = []
+            async with producer_elsewhere(cck_target, sc.settings, sc) as flow:
+                for _ in range(p["total"] - p["lost"]):
+                    await flow.send_blocking()
+                for _ in range(p["total"] - p["lost"]):
+                    delivery = await consumer.receive(deadline(SETTLE_S))
+                    assert delivery is not None
+                    received.append(key_of(delivery.message))
+                drop = sc.proxy.add(Drop("s2c"))
+                for _ in range(p["lost"]):
+                    await flow.send_blocking()
+                if p["lost"]:
+                    count = 0
 
-                        def lost_all(r: WireRecord) -> bool:
-                            nonlocal count
-                            count += r.action == "dropped" and r.type_name == "SESS_RECEIVE_MSG"
-                            return bool(count >= p["lost"])
+                    def lost_all(r: WireRecord) -> bool:
+                        nonlocal count
+                        count += r.action == "dropped" and r.type_name == "SESS_RECEIVE_MSG"
+                        return bool(count >= p["lost"])
 
-                        await proxy.wait_for_record(lost_all, deadline(SETTLE_S))
-                    proxy.remove(drop)
-                    assert proxy.cut_all() >= 1
-                    event = await wait_event(sc.connection, ("reattached", "recreated"), deadline(SETTLE_S))
-                    assert event.kind == "reattached", f"{event.kind}: {event.detail}"
-                    for _ in range(p["lost"]):
-                        delivery = await consumer.receive(deadline(SETTLE_S))
-                        assert delivery is not None, "a lost delivery was not replayed"
-                        assert delivery.delivery_count == 1
-                        received.append(key_of(delivery.message))
-                log = list(proxy.wire_log)
-                processed = confirmable_session_frames(log, direction="s2c", conn=1, channel=sc.channel)
-                dropped = confirmable_session_frames(log, direction="s2c", conn=1, channel=sc.channel,
-                                                     actions=("dropped",))
-                request = next(r for r in log if isinstance(r.packet, ReattachSessionMessage))
-                answer = next(r for r in log if isinstance(r.packet, ReattachSessionResponseMessage))
-                later = confirmable_session_frames(log, direction="s2c", conn=answer.conn, channel=sc.channel)
-                assert isinstance(request.packet, ReattachSessionMessage)
-                evidence.note("client_last_processed", request.packet.last_confirmed_command_id)
-                evidence.note("client_confirms", [r.packet.command_id for r in _confirms(log, "c2s", sc.channel)
-                                                  if isinstance(r.packet, PacketsConfirmedMessage)])
-                evidence.note("replayed_before_response", [r.type_name for r in later if r.seen_ns < answer.seen_ns])
-                evidence.note("dropped", [r.type_name for r in dropped])
-                assert request.packet.last_confirmed_command_id == len(processed) - 1
-                problems = server_replay_problems(processed, dropped, later)
-                assert not problems, " | ".join(problems)
-                assert len(received) == len(set(received)) == p["total"]
-                await consumer.close()
-                await sc.session.delete_queue(sc.queue)
+                    await sc.proxy.wait_for_record(lost_all, deadline(SETTLE_S))
+                sc.proxy.remove(drop)
+                assert sc.proxy.cut_all() >= 1
+                event = await wait_event(sc.connection, ("reattached", "recreated"), deadline(SETTLE_S))
+                assert event.kind == "reattached", f"{event.kind}: {event.detail}"
+                for _ in range(p["lost"]):
+                    delivery = await consumer.receive(deadline(SETTLE_S))
+                    assert delivery is not None, "a lost delivery was not replayed"
+                    assert delivery.delivery_count == 1
+                    received.append(key_of(delivery.message))
+            log = list(sc.proxy.wire_log)
+            processed = confirmable_session_frames(log, direction="s2c", conn=1, channel=sc.channel)
+            dropped = confirmable_session_frames(log, direction="s2c", conn=1, channel=sc.channel,
+                                                 actions=("dropped",))
+            request = next(r for r in log if isinstance(r.packet, ReattachSessionMessage))
+            answer = next(r for r in log if isinstance(r.packet, ReattachSessionResponseMessage))
+            later = confirmable_session_frames(log, direction="s2c", conn=answer.conn, channel=sc.channel)
+            assert isinstance(request.packet, ReattachSessionMessage)
+            evidence.note("client_last_processed", request.packet.last_confirmed_command_id)
+            evidence.note("client_confirms", [r.packet.command_id for r in _confirms(log, "c2s", sc.channel)
+                                              if isinstance(r.packet, PacketsConfirmedMessage)])
+            evidence.note("replayed_before_response", [r.type_name for r in later if r.seen_ns < answer.seen_ns])
+            evidence.note("dropped", [r.type_name for r in dropped])
+            assert request.packet.last_confirmed_command_id == len(processed) - 1
+            problems = server_replay_problems(processed, dropped, later)
+            assert not problems, " | ".join(problems)
+            assert len(received) == len(set(received)) == p["total"]
+            await consumer.close()
+            await sc.session.delete_queue(sc.queue)
 
     run(cck_settings, scenario())
 
@@ -515,42 +506,41 @@ def test_window_modes(case: Case, cck_target: Target, cck_settings: Settings, ev
     window = p["window"]
 
     async def scenario() -> None:
-        settings = client_settings(cck_target, REATTACHING, confirmation_window_size=window)
-        async with proxied(cck_target, evidence) as proxy:
-            sc = await Scenario.open(proxy, settings, case.id, durable=False)
-            async with sc.connection:
-                if p["cut"]:
-                    await sc.flow.send_blocking()
-                    await outage(proxy, p.get("outage", 0.0))
-                    event = await wait_event(sc.connection, ("reattached", "recreated"), deadline(SETTLE_S))
-                    answers = [r.packet for r in proxy.wire_log if isinstance(r.packet, ReattachSessionResponseMessage)]
-                    evidence.note("reattach_responses", [repr(a) for a in answers])
-                    assert event.kind == p["expect"], f"{event.kind}: {event.detail}"
-                    assert answers, "no REATTACH_SESSION_RESP"
-                    if p["expect"] == "recreated":
-                        assert answers[-1] == ReattachSessionResponseMessage(-1, False)
-                    await sc.flow.send_blocking()
-                elif window == -1:
-                    for _ in range(50):
-                        await sc.flow.send_async()
-                    sc.flow.durable = True
-                    await sc.flow.send_blocking()
-                    confirms = [r for r in proxy.wire_log if isinstance(r.packet, PacketsConfirmedMessage)]
-                    unanswered = [r for r in proxy.wire_log if isinstance(r.packet, SessionSendMessage)
-                                  and not r.packet.requires_response]
-                    evidence.note("packets_confirmed", len(confirms))
-                    assert not confirms, f"{len(confirms)} PACKETS_CONFIRMED with the window disabled"
-                    assert len(unanswered) == 50
-                else:
-                    started = time.monotonic()
-                    for _ in range(30):
-                        await sc.flow.send_async()
-                    await sc.flow.settled(deadline(SETTLE_S))
-                    cadence = await _settled_cadence(proxy, sc.channel, 0, deadline(SETTLE_S))
-                    _judge(cadence, time.monotonic() - started, evidence)
-                    assert not cadence.flushes
-                    commands = confirmable_session_frames(proxy.wire_log, direction="c2s", conn=1, channel=sc.channel)
-                    assert cadence.window_confirms == list(range(len(commands)))
-                await sc.session.delete_queue(sc.queue)
+        async with (proxied_scenario(cck_target, evidence, case.id, durable=False,
+                                     confirmation_window_size=window) as sc,
+                    sc.connection):
+            if p["cut"]:
+                await sc.flow.send_blocking()
+                await outage(sc.proxy, p.get("outage", 0.0))
+                event = await wait_event(sc.connection, ("reattached", "recreated"), deadline(SETTLE_S))
+                answers = [r.packet for r in sc.proxy.wire_log if isinstance(r.packet, ReattachSessionResponseMessage)]
+                evidence.note("reattach_responses", [repr(a) for a in answers])
+                assert event.kind == p["expect"], f"{event.kind}: {event.detail}"
+                assert answers, "no REATTACH_SESSION_RESP"
+                if p["expect"] == "recreated":
+                    assert answers[-1] == ReattachSessionResponseMessage(-1, False)
+                await sc.flow.send_blocking()
+            elif window == -1:
+                for _ in range(50):
+                    await sc.flow.send_async()
+                sc.flow.durable = True
+                await sc.flow.send_blocking()
+                confirms = [r for r in sc.proxy.wire_log if isinstance(r.packet, PacketsConfirmedMessage)]
+                unanswered = [r for r in sc.proxy.wire_log if isinstance(r.packet, SessionSendMessage)
+                              and not r.packet.requires_response]
+                evidence.note("packets_confirmed", len(confirms))
+                assert not confirms, f"{len(confirms)} PACKETS_CONFIRMED with the window disabled"
+                assert len(unanswered) == 50
+            else:
+                started = time.monotonic()
+                for _ in range(30):
+                    await sc.flow.send_async()
+                await sc.flow.settled(deadline(SETTLE_S))
+                cadence = await _settled_cadence(sc.proxy, sc.channel, 0, deadline(SETTLE_S))
+                _judge(cadence, time.monotonic() - started, evidence)
+                assert not cadence.flushes
+                commands = confirmable_session_frames(sc.proxy.wire_log, direction="c2s", conn=1, channel=sc.channel)
+                assert cadence.window_confirms == list(range(len(commands)))
+            await sc.session.delete_queue(sc.queue)
 
     run(cck_settings, scenario())
