@@ -169,6 +169,10 @@ class ForkServer:
             sock, process = self._sock, self._process
             self._sock = self._process = None
         if sock is not None:
+            # shutdown, not just close: the reader thread is blocked in recv on it, and a close alone would
+            # neither wake it nor let the server see the end of the connection
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
             sock.close()
         if process is not None:
             try:
