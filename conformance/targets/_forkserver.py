@@ -112,6 +112,7 @@ class ForkServer:
                 socket.send_fds(sock, [request], [write_end])
                 reply = self._await_reply()
                 if "error" in reply:
+                    self._broken = reply["error"]  # later starts go the slow way at once
                     raise OSError(f"the fork server could not start the broker: {reply['error']}")
                 pid = int(reply["pid"])
                 stdout = io.TextIOWrapper(os.fdopen(read_end, "rb"), encoding="utf-8", errors="replace")
@@ -215,6 +216,9 @@ def serve(fd: int, module: str) -> None:
     import importlib
 
     main = importlib.import_module(f"{module}.__main__").main
+    # fork copies only the calling thread: a thread the import started would be missing (or hold a lock
+    # forever) in every broker, so such a server refuses and the kit launches brokers as processes of their own
+    unsafe = f"importing {module} started threads" if threading.active_count() != 1 else None
     sock = socket.socket(fileno=fd)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
@@ -231,6 +235,11 @@ def serve(fd: int, module: str) -> None:
                 data, fds, _, _ = socket.recv_fds(sock, _PACKET, 1)
                 if not data:
                     return
+                if unsafe is not None:
+                    for received in fds:
+                        os.close(received)
+                    sock.send(json.dumps({"error": unsafe}).encode())
+                    continue
                 _start(sock, json.loads(data), fds, main, children, wake_read, wake_write)
     finally:
         for pid in children:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import collections
+import os
+import re
 import socket
 import sys
 from pathlib import Path
 
 from conformance.targets import ReferenceTarget, Topology
-from conformance.targets._forkserver import ForkedProcess, fork_server
+from conformance.targets._forkserver import ForkedProcess, ForkServer, fork_server
+from conformance.targets._process import BrokerProcess
 
 
 def _answers(url: str) -> bool:
@@ -49,3 +53,42 @@ def test_a_node_can_opt_out_and_other_commands_are_not_forked(tmp_path: Path) ->
     assert server.handles([sys.executable, "-m", "reference", "broker"])
     assert not server.handles(["ip", "netns", "exec", "node0", sys.executable, "-m", "reference", "broker"])
     assert not server.handles([sys.executable, "-m", "conformance", "run"])
+
+
+THREADED = '''
+import sys
+import threading
+import time
+
+threading.Thread(target=time.sleep, args=(30,), daemon=True).start()  # at import: forking would lose it
+
+
+def main(argv):
+    print("ready", flush=True)
+    time.sleep(30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+'''
+
+
+def test_a_module_that_starts_threads_on_import_is_launched_as_a_process_of_its_own(tmp_path: Path) -> None:
+    (tmp_path / "threaded").mkdir()
+    (tmp_path / "threaded" / "__init__.py").write_text("")
+    (tmp_path / "threaded" / "__main__.py").write_text(THREADED)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    server = ForkServer(env, module="threaded")
+    try:
+        process = BrokerProcess([sys.executable, "-m", "threaded"], ready=re.compile("ready"),
+                                log_file=tmp_path / "log", tail=collections.deque(), cwd=tmp_path, env=env,
+                                fork_server=server)
+        process.wait_ready(30.0)
+        assert not isinstance(process.popen, ForkedProcess)
+        assert not server.handles([sys.executable, "-m", "threaded"])  # it does not ask again
+        assert "the fork server failed (the fork server could not start the broker: importing threaded started " \
+               "threads)" in (tmp_path / "log").read_text()
+        process.kill(10.0)
+    finally:
+        server.close()
