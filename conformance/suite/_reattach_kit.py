@@ -27,6 +27,8 @@ from reference.client import ClientError, ClientSettings, Connection, FailoverEv
 from ._kit import REATTACHING, client_settings, drain_url, judged, key_of, message, observed, queue_for
 
 __all__ = [
+    "RESTORE_S",
+    "SETTLE_S",
     "Flow",
     "SESSION_CHANNEL_MIN",
     "Scenario",
@@ -44,9 +46,12 @@ __all__ = [
 
 #: Artemis numbers session channels from 10 (notes §7.1 step 6).
 SESSION_CHANNEL_MIN = 10
-#: A scenario's final drain ends once nothing arrived for this long, or after DRAIN_S (unscaled seconds).
+#: How long a reattach (or recreate) may take once the link is back (unscaled seconds).
+RESTORE_S = 20.0
+#: How long the broker's answers and confirmations may take, and a scenario's final drain at most.
+SETTLE_S = 30.0
+#: A scenario's final drain ends once nothing arrived for this long.
 DRAIN_QUIET_S = 0.5
-DRAIN_S = 30.0
 
 
 def _host_port(url: str) -> tuple[str, int]:
@@ -153,18 +158,18 @@ class Flow:
                            f"the broker's answers to {len(self.pending)} asynchronous send(s)")
 
 
-async def send_through_a_cut(sc: Scenario, proxy: FaultProxy, evidence: CaseEvidence, *, cut_after: int, total: int,
-                             blocking: bool, restore_s: float, settle_s: float) -> FailoverEvent:
+async def send_through_a_cut(sc: Scenario, evidence: CaseEvidence, run: Settings, *, cut_after: int, total: int,
+                             blocking: bool) -> FailoverEvent:
     """The disrupt and fill of the cut-mid-batch scenario: cut the link when the ``cut_after``-th confirmable
     command of the session arrives, send ``total`` messages meanwhile, and wait for the client's failover and the
     answers it is owed; the failover event (its kind is the caller's to judge).  Notes the events and how long the
     restore took."""
-    proxy.add(CutAfter(cut_after, channel=sc.channel))
+    sc.proxy.add(CutAfter(cut_after, channel=sc.channel))
     started = time.monotonic_ns()
     for _ in range(total):
         await sc.flow.send(blocking)
-    event = await wait_event(sc.connection, ("reattached", "recreated"), restore_s)
-    await sc.flow.settled(settle_s)
+    event = await wait_event(sc.connection, ("reattached", "recreated"), run.deadline(RESTORE_S))
+    await sc.flow.settled(run.deadline(SETTLE_S))
     evidence.note("events", [(e.kind, e.detail) for e in sc.connection.events])
     evidence.note("restore_ms", (time.monotonic_ns() - started) / 1e6)
     return event
@@ -234,7 +239,7 @@ class Scenario:
 
         async def drained() -> None:
             await drain_url(url, self.queue, self.history, settings or self.settings,
-                            quiet=run.deadline(DRAIN_QUIET_S), timeout=run.deadline(DRAIN_S))
+                            quiet=run.deadline(DRAIN_QUIET_S), timeout=run.deadline(SETTLE_S))
             evidence.note("messages_sent", self.flow.sent if sent is None else sent)
 
         return judged(self.history, evidence, before=drained, problems=self.problems)

@@ -56,6 +56,14 @@ CUT = tuple(
 )
 
 
+def _each_once(received: list[int], count: int, evidence: CaseEvidence, twice: str) -> None:
+    """Every one of the ``count`` numbered messages reached node1, none of them twice (``twice`` says how a
+    duplicate came about)."""
+    evidence.note("received", len(received))
+    duplicates = sorted({i for i in received if received.count(i) > 1})
+    missing = sorted(set(range(count)) - set(received))
+    assert not duplicates, f"{len(duplicates)} message(s) {twice}: {duplicates[:20]}"
+    assert not missing, f"{len(missing)} of {count} message(s) never reached node1: {missing[:20]}"
 
 
 @cases(*CUT)
@@ -112,12 +120,7 @@ def test_no_duplicates_after_bridge_reconnects(case: Case, clusters: ClusterPool
                 collector.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await collector
-            evidence.note("received", len(received))
-            duplicates = sorted({i for i in received if received.count(i) > 1})
-            missing = sorted(set(range(count)) - set(received))
-            assert not duplicates, (f"{len(duplicates)} message(s) arrived twice at node1 after the bridge "
-                                    f"reconnected: {duplicates[:20]}")
-            assert not missing, f"{len(missing)} of {count} message(s) never reached node1: {missing[:20]}"
+            _each_once(received, count, evidence, "arrived twice at node1 after the bridge reconnected")
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -242,11 +245,6 @@ def test_no_duplicates_after_the_target_crashes(case: Case, clusters: ClusterPoo
             # a little longer: a duplicate would come after the last new message
             extra = await c.collect([("node1", consumer)], 1, 2.0)
             got += extra.found["node1"]
-        evidence.note("received", len(got))
-        duplicates = sorted({i for i in got if got.count(i) > 1})
-        missing = sorted(set(range(count)) - set(got))
-        assert not duplicates, (f"{len(duplicates)} message(s) stored twice on node1 after it crashed and the "
-                                f"bridge resent: {duplicates[:20]}")
-        assert not missing, f"{len(missing)} of {count} message(s) never reached node1: {missing[:20]}"
+        _each_once(got, count, evidence, "stored twice on node1 after it crashed and the bridge resent")
 
     run(cck_settings, scenario(), CASE_S)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from codec import Xid
@@ -26,6 +27,8 @@ from conformance.targets import NodeSpec, Target, Topology
 from reference.client import (
     BrokerRefused,
     ClientError,
+    Consumer,
+    Delivery,
     FailoverInterrupted,
     Session,
     TransactionRolledBack,
@@ -159,6 +162,40 @@ async def _recreated(watch: Watch, settings: Settings, evidence: CaseEvidence) -
     assert outcome == "recreated", f"expected the session to be recreated: {watch.kinds}"
 
 
+async def _rolled_back(session: Session, evidence: CaseEvidence, what: str) -> None:
+    """Commit ``session``'s transaction, which the failover must have rolled back (TransactionRolledBack)."""
+    try:
+        await session.commit()
+    except TransactionRolledBack as exc:
+        evidence.note("commit", repr(exc))
+    else:
+        raise AssertionError(f"the commit of {what} cut by failover succeeded")
+
+
+def _judged_redelivery(case: Case, history: History, evidence: CaseEvidence) -> AbstractAsyncContextManager[None]:
+    """The judging end of the redelivery rows: :func:`judge_redelivery`, strict where the count must survive."""
+    may_be_lost = not _counted_strictly(case.params["trigger"], case.params["count_first"])
+    return judged_afterwards(lambda: judge_redelivery(history, may_be_lost, evidence))
+
+
+async def _bounced(disruption: Disruption, watch: Watch, target: Target, queue: str, settings: Settings,
+                   evidence: CaseEvidence) -> None:
+    """The redelivery rows' disrupt: for a cut, new connections are refused until the broker has closed the
+    failed session's consumers (so what it redelivers is decided before the client comes back); then the
+    session must be recreated."""
+    await disruption.bounce(lambda: consumers_gone(target, queue, settings.deadline(RESTORE_S)))
+    await _recreated(watch, settings, evidence)
+
+
+async def _redelivered(consumer: Consumer, history: History, process: str, settings: Settings,
+                       evidence: CaseEvidence) -> list[Delivery]:
+    """The messages delivered again after the failover (acknowledged individually), noted with their counts."""
+    again = await drain(consumer, history, process, expected=COUNT, quiet_s=settings.deadline(QUIET_S),
+                        receive_s=settings.deadline(RECEIVE_S))
+    evidence.note("redelivered", [(key_of(d), d.delivery_count) for d in again])
+    return again
+
+
 async def _fill(session: Session, queue: str, case: Case, history: History, count: int = COUNT) -> list[str]:
     """Send ``count`` confirmed durable messages into ``queue`` (recorded as confirmed sends)."""
     return await send_keyed(session.create_producer(queue), history, case.id, [True] * count, name="S")
@@ -192,12 +229,7 @@ def test_transaction_in_flight_is_rolled_back(case: Case, cck_target: Target, cc
             keys = await send_keyed(producer, history, case.id, [True] * COUNT, name="T", process="tx", confirmed=False)
             await disruption.bounce()
             await _recreated(watch, cck_settings, evidence)
-            try:
-                await session.commit()
-            except TransactionRolledBack as exc:
-                evidence.note("commit", repr(exc))
-            else:
-                raise AssertionError("the commit of a transaction cut by failover succeeded")
+            await _rolled_back(session, evidence, "a transaction")
             settle_sends(history, keys, [False] * COUNT, name="T", process="tx")
             if retry:
                 await send_keyed(producer, history, case.id, [True] * COUNT, name="T", process="tx", confirmed=False)
@@ -227,11 +259,8 @@ def test_acknowledgements_in_flight_are_redelivered(case: Case, cck_target: Targ
     queue = queue_for(case.id)
     history = History()
 
-    def judge() -> None:
-        judge_redelivery(history, not _counted_strictly(trigger, case.params["count_first"]), evidence)
-
     async def scenario() -> None:
-        async with (judged_afterwards(judge),
+        async with (_judged_redelivery(case, history, evidence),
                     connected_through(cck_target, trigger) as (disruption, connection, watch)):
             setup = await connection.create_session()
             await ensure_queue(setup, queue)
@@ -242,17 +271,9 @@ def test_acknowledgements_in_flight_are_redelivered(case: Case, cck_target: Targ
             first = await drain(consumer, history, "tx", expected=COUNT, quiet_s=0.0,
                                 receive_s=cck_settings.deadline(RECEIVE_S))
             assert [key_of(d) for d in first] == keys, "the first delivery was not the messages sent, in order"
-            await disruption.bounce(lambda: consumers_gone(cck_target, queue, cck_settings.deadline(RESTORE_S)))
-            await _recreated(watch, cck_settings, evidence)
-            try:
-                await session.commit()
-            except TransactionRolledBack as exc:
-                evidence.note("commit", repr(exc))
-            else:
-                raise AssertionError("the commit of acknowledgements cut by failover succeeded")
-            again = await drain(consumer, history, "tx", expected=COUNT, quiet_s=cck_settings.deadline(QUIET_S),
-                                receive_s=cck_settings.deadline(RECEIVE_S))
-            evidence.note("redelivered", [(key_of(d), d.delivery_count) for d in again])
+            await _bounced(disruption, watch, cck_target, queue, cck_settings, evidence)
+            await _rolled_back(session, evidence, "acknowledgements")
+            again = await _redelivered(consumer, history, "tx", cck_settings, evidence)
             assert sorted(key_of(d) for d in again) == sorted(keys), "not every acknowledged message came back"
             await session.commit()
             for key in keys:
@@ -273,11 +294,8 @@ def test_unacknowledged_messages_are_redelivered(case: Case, cck_target: Target,
     queue = queue_for(case.id)
     history = History()
 
-    def judge() -> None:
-        judge_redelivery(history, not _counted_strictly(trigger, case.params["count_first"]), evidence)
-
     async def scenario() -> None:
-        async with (judged_afterwards(judge),
+        async with (_judged_redelivery(case, history, evidence),
                     connected_through(cck_target, trigger) as (disruption, connection, watch)):
             session = await connection.create_session()
             await ensure_queue(session, queue)
@@ -286,11 +304,8 @@ def test_unacknowledged_messages_are_redelivered(case: Case, cck_target: Target,
             session.start()
             await drain(consumer, history, "client", expected=COUNT, quiet_s=0.0,
                         receive_s=cck_settings.deadline(RECEIVE_S), ack="none")
-            await disruption.bounce(lambda: consumers_gone(cck_target, queue, cck_settings.deadline(RESTORE_S)))
-            await _recreated(watch, cck_settings, evidence)
-            again = await drain(consumer, history, "client", expected=COUNT,
-                                quiet_s=cck_settings.deadline(QUIET_S), receive_s=cck_settings.deadline(RECEIVE_S))
-            evidence.note("redelivered", [(key_of(d), d.delivery_count) for d in again])
+            await _bounced(disruption, watch, cck_target, queue, cck_settings, evidence)
+            again = await _redelivered(consumer, history, "client", cck_settings, evidence)
             assert again, "no unacknowledged message came back"
             assert key_of(again[0]) == keys[0], "the first unacknowledged message did not come first"
             assert sorted(key_of(d) for d in again) == sorted(keys), "not every unacknowledged message came back"

@@ -25,6 +25,8 @@ from reference.client import Consumer, TransactionRolledBack
 
 from ._kit import key_of, message, record_receipt, run
 from ._reattach_kit import (
+    RESTORE_S,
+    SETTLE_S,
     Scenario,
     confirmable_session_frames,
     outage,
@@ -39,10 +41,6 @@ from ._reattach_kit import (
 
 KIB = 1024
 MIB = 1024 * KIB
-#: How long the reattach (or recreate) may take once the link is back.
-RESTORE_S = 20.0
-#: Waiting for the broker's asynchronous answers after a reattach.
-SETTLE_S = 30.0
 #: The fixture ``cck_make_target``: a started target of the run's kind with the given topology.
 MakeTarget = Callable[[Topology], Target]
 #: The ttl-check interval the kit configures for the after-ttl cases (Artemis's default is 2000 ms).
@@ -87,16 +85,14 @@ CUT = tuple(
 @cases(*CUT)
 def test_cut_mid_batch(case: Case, cck_target: Target, cck_settings: Settings, evidence: CaseEvidence) -> None:
     p = case.params
-    deadline = cck_settings.deadline
 
     async def scenario() -> None:
         async with (proxied_scenario(cck_target, evidence, case.id, durable=p["durable"], body=b"x" * p["body"],
                                      confirmation_window_size=p["window"]) as sc,
                     sc.judged(cck_target.url, evidence, cck_settings),
                     sc.connection):
-            event = await send_through_a_cut(sc, sc.proxy, evidence, cut_after=p["cut_after"], total=p["total"],
-                                             blocking=p["blocking"], restore_s=deadline(RESTORE_S),
-                                             settle_s=deadline(SETTLE_S))
+            event = await send_through_a_cut(sc, evidence, cck_settings, cut_after=p["cut_after"], total=p["total"],
+                                             blocking=p["blocking"])
             assert event.kind == "reattached", f"the session was not reattached: {event.kind} {event.detail}"
             sc.problems += _check_replay(sc, sc.proxy.wire_log, evidence)
 

@@ -26,10 +26,6 @@ from ._kit import run
 from ._reattach_kit import confirmable_session_frames, proxied_scenario, send_through_a_cut
 
 KIB = 1024
-#: How long the reattach may take once the link is back.
-RESTORE_S = 20.0
-#: Waiting for the broker's asynchronous answers after a reattach.
-SETTLE_S = 30.0
 
 REPLAY = tuple(
     Case(f"reattach.replay-client.{i}", "reattach.replay",
@@ -106,16 +102,14 @@ def test_client_replays_what_the_broker_missed(case: Case, cck_client: ClientUnd
     cck_client.require_kit("the case cuts the client's sends at a chosen confirmable command and reads its failover "
                            "events, which only the kit's client exposes")
     p = case.params
-    deadline = cck_settings.deadline
 
     async def scenario() -> None:
         async with (proxied_scenario(cck_target, evidence, case.id, durable=p["blocking"], body=b"x" * 100,
                                      confirmation_window_size=p["window"]) as sc,
                     sc.judged(cck_target.url, evidence, cck_settings),
                     sc.connection):
-            event = await send_through_a_cut(sc, sc.proxy, evidence, cut_after=p["cut_after"], total=p["total"],
-                                             blocking=p["blocking"], restore_s=deadline(RESTORE_S),
-                                             settle_s=deadline(SETTLE_S))
+            event = await send_through_a_cut(sc, evidence, cck_settings, cut_after=p["cut_after"], total=p["total"],
+                                             blocking=p["blocking"])
             sc.problems += _judge_replay(list(sc.proxy.wire_log), sc.channel, evidence)
             assert event.kind == "reattached", (f"the broker kept the session but the client did not reattach: "
                                                 f"{event.kind} {event.detail}")

@@ -25,8 +25,6 @@ from ._reattach_kit import proxied_scenario
 
 #: How long the broker may take to answer the second connection's REATTACH_SESSION.
 ANSWER_S = 15.0
-#: Waiting for the broker's answers to the first connection's sends.
-SETTLE_S = 30.0
 #: The channel of session setup (CREATESESSION, REATTACH_SESSION and their answers).
 SETUP_CHANNEL = 1
 

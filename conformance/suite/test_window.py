@@ -32,6 +32,7 @@ from reference.client import BrokerRefused
 
 from ._kit import key_of, run
 from ._reattach_kit import (
+    SETTLE_S,
     confirmable_session_frames,
     outage,
     producer_elsewhere,
@@ -43,8 +44,6 @@ from ._window_model import Cadence, judge_cadence
 
 KIB = 1024
 MIB = 1024 * KIB
-#: Waiting for the broker's answers and confirmations.
-SETTLE_S = 30.0
 #: Artemis's default connection-ttl-check-interval, at which the broker flushes partial windows (notes §9.3).
 CHECK_S = 2.0
 
