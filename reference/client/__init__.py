@@ -51,7 +51,8 @@ from ._locator import (
     intervals,
     parse_locator_url,
 )
-from ._session import SessionCore, SessionOptions
+from ._session import SessionCore
+from ._session_channel import SessionOptions
 from ._settings import ClientSettings
 
 __all__ = [

@@ -47,7 +47,7 @@ from ._failover_terms import (
     Send,
 )
 from ._locator import Connector, LocatorURL, parse_locator_url
-from ._session import SessionOptions, fresh_session_name
+from ._session_channel import SessionOptions, fresh_session_name
 from ._settings import ClientSettings
 
 LOG = logging.getLogger("reference.client")

@@ -48,7 +48,8 @@ from codec import Frame as CodecFrame
 
 from ._calls import Call, CallQueue
 from ._errors import BrokerRefused, CallTimeout, ClientError, ConnectionFailed, ProtocolViolation
-from ._session import SessionCore, SessionOptions
+from ._session import SessionCore
+from ._session_channel import SessionChannel, SessionOptions
 from ._settings import ClientSettings
 
 __all__ = ["ClientConnectionCore", "TopologyMember"]
@@ -246,7 +247,7 @@ class ClientConnectionCore:
 
     # ------------------------------------------------------------------ output
 
-    def send_session_packet(self, session: SessionCore, packet: Packet) -> None:
+    def send_session_packet(self, session: SessionChannel, packet: Packet) -> None:
         self._check_usable()
         frame = encode_packet(packet, session.channel_id, version=self.version)
         self._outbox += frame

@@ -28,12 +28,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
-from codec import CreateSessionResponseMessage, ExceptionType, ReattachSessionResponseMessage
+from codec import CreateSessionResponseMessage, ReattachSessionResponseMessage
 
 from ._balance import Balancer, InitialConnect
 from ._calls import Call
 from ._connection import ClientConnectionCore, TopologyMember
-from ._errors import ClientError, ConnectFailed, ConnectionFailed, ObjectClosed, ProtocolViolation
+from ._errors import ClientError, ConnectionFailed, ObjectClosed, ProtocolViolation
+from ._failover_support import balance_topology, connect_gave_up, reconnection_gave_up
 from ._failover_terms import (
     ATTEMPT_STATES,
     FAILING_OVER_STATES,
@@ -51,23 +52,15 @@ from ._failover_terms import (
     Send,
     State,
 )
-from ._locator import Connector, Reconnect, connector_of, intervals
+from ._locator import Connector, Reconnect, intervals
 from ._restore import Restore
-from ._session import SessionCore, fresh_session_name
+from ._session import SessionCore
+from ._session_channel import fresh_session_name
 from ._settings import ClientSettings
 
 __all__ = ["Failover"]
 
 LOG = logging.getLogger("reference.client")
-
-
-def _reason(error: ClientError) -> str:
-    return error.reason if isinstance(error, ConnectionFailed) else str(error)
-
-
-def _code(error: ClientError) -> int:
-    code = getattr(error, "code", None)
-    return code if isinstance(code, int) else int(ExceptionType.NOT_CONNECTED)
 
 
 class Failover:
@@ -258,21 +251,7 @@ class Failover:
 
     def _topology_changed(self, node_id: str, member: TopologyMember | None, last: bool) -> None:
         """Every topology message of every connection feeds the locator's balancer, as in Artemis."""
-        if member is None:
-            self.balancer.node_down(node_id)
-            return
-        if member.live is None and member.backup is None:
-            # A broker outside a cluster names no connector: Artemis records the one the connection used.
-            connector = self.connector
-        else:
-            connector = connector_of(member.live) if member.live is not None else None
-        if connector is None:
-            LOG.warning("topology member %s has no TCP connector the client can use (%s); not balanced to",
-                        node_id, member.live)
-            if last:
-                self.balancer.received_topology = True
-            return
-        self.balancer.node_up(node_id, connector, last=last)
+        balance_topology(self.balancer, node_id, member, last, self.connector)
 
     # ------------------------------------------------------------------ actions (see _TABLE)
 
@@ -365,14 +344,8 @@ class Failover:
 
     def _finish(self, attempts: int, internal: str | None) -> None:
         """Give up: the sessions carried fail with what the application sees from now on."""
-        if self._reconnecting:
-            cause = self._cause or ConnectionFailed("the connection failed")
-            reason = _reason(cause) + (f"; reconnection stopped by an internal error: {internal}" if internal else "")
-            final: ClientError = ConnectionFailed(f"{reason}; reconnection gave up after {attempts} attempt(s)",
-                                                  _code(cause))
-        else:
-            last = f"internal error: {internal}" if internal else self._last_error
-            final = ConnectFailed(f"{last} (gave up after {attempts} attempt(s))")
+        final = (reconnection_gave_up(self._cause, attempts, internal) if self._reconnecting
+                 else connect_gave_up(self._last_error, attempts, internal))  # fmt: skip
         self._final = final
         self._record("gave-up", str(final))
         for session in self._carried:

@@ -47,8 +47,6 @@ class Event(Enum):
     CLOSE = "close"  # the application closed the connection
 
 
-
-
 @dataclass(frozen=True)
 class FailoverEvent:
     """What the connection went through after it first connected, for listeners and evidence."""

@@ -13,7 +13,7 @@ from codec import CoreMessage, ExceptionType, SessionConsumerFlowCreditMessage, 
 from ._errors import BrokerRefused
 
 if TYPE_CHECKING:
-    from ._session import SessionCore
+    from ._session_channel import SessionChannel
 
 __all__ = ["ConsumerCore", "Delivery", "ProducerCore", "ProducerCredits"]
 
@@ -41,7 +41,7 @@ class ProducerCredits:
     the next send needs or below one window.
     """
 
-    def __init__(self, session: SessionCore, address: str | None, window: int) -> None:
+    def __init__(self, session: SessionChannel, address: str | None, window: int) -> None:
         self.session = session
         self.address = address
         self.window = window
@@ -86,7 +86,7 @@ class ProducerCore:
 class ConsumerCore:
     """A consumer's buffer and credit accounting."""
 
-    def __init__(self, session: SessionCore, consumer_id: int, queue: str, window: int, browse_only: bool,
+    def __init__(self, session: SessionChannel, consumer_id: int, queue: str, window: int, browse_only: bool,
                  filter_string: str | None = None) -> None:
         self.session = session
         self.consumer_id = consumer_id

@@ -1,0 +1,143 @@
+"""What every part of a client session stands on (sans-IO): how it was asked for (:class:`SessionOptions`),
+its state, and writing on its channel -- a packet, a call that waits for an answer, a confirmation.
+
+The session's verbs are built on :class:`SessionChannel` in their own modules: addresses and queues
+(``_session_requests.py``), consumers and deliveries (``_session_consumers.py``), XA (``_session_xa.py``);
+:class:`~reference.client._session.SessionCore` puts them together with producers, local transactions and
+failover.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from codec import (
+    NullResponseMessage,
+    Packet,
+    PacketsConfirmedMessage,
+    SessionBindingQueryResponseMessage,
+    SessionBindingQueryResponseMessage_V2,
+    SessionBindingQueryResponseMessage_V3,
+    SessionBindingQueryResponseMessage_V4,
+    SessionBindingQueryResponseMessage_V5,
+    SessionQueueQueryResponseMessage,
+    SessionQueueQueryResponseMessage_V2,
+    SessionQueueQueryResponseMessage_V3,
+    SessionXAResponseMessage,
+    Xid,
+)
+
+from .._window import ReceiveWindow, SendWindow
+from ._calls import Call, CallQueue
+from ._errors import ClientError, ObjectClosed
+from ._flow import ConsumerCore, ProducerCore, ProducerCredits
+
+if TYPE_CHECKING:
+    from ._connection import ClientConnectionCore
+
+__all__ = ["BINDING_QUERY", "NULL", "QUEUE_QUERY", "XA", "SessionChannel", "SessionOptions", "fresh_session_name"]
+
+#: The answers a request accepts (any other answer is a protocol violation).
+NULL = (NullResponseMessage,)
+QUEUE_QUERY = (SessionQueueQueryResponseMessage, SessionQueueQueryResponseMessage_V2,
+               SessionQueueQueryResponseMessage_V3)  # fmt: skip
+BINDING_QUERY = (SessionBindingQueryResponseMessage, SessionBindingQueryResponseMessage_V2,
+                 SessionBindingQueryResponseMessage_V3, SessionBindingQueryResponseMessage_V4,
+                 SessionBindingQueryResponseMessage_V5)  # fmt: skip
+XA = (SessionXAResponseMessage,)
+_session_numbers = itertools.count(1)
+
+
+def fresh_session_name() -> str:
+    """A name no broker has seen: a new session, or a session recreated after failover (notes §9.5)."""
+    return f"cck-{uuid.uuid4()}-{next(_session_numbers)}"
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """How the session was asked for in CREATESESSION."""
+
+    name: str
+    username: str | None = None
+    password: str | None = None
+    xa: bool = False
+    auto_commit_sends: bool = True
+    auto_commit_acks: bool = True
+    pre_acknowledge: bool = False
+    default_address: str | None = None
+    client_id: str | None = None
+
+    @property
+    def transacted(self) -> bool:
+        return not (self.auto_commit_sends and self.auto_commit_acks)
+
+
+class SessionChannel:
+    """One session channel's state and its writes."""
+
+    def __init__(self, connection: ClientConnectionCore, channel_id: int, options: SessionOptions) -> None:
+        self.connection = connection
+        self.channel_id = channel_id
+        self.options = options
+        settings = connection.settings
+        self.settings = settings
+        self.send_window = SendWindow(settings.confirmation_window_size)
+        self.receive_window = ReceiveWindow(settings.confirmation_window_size)
+        self.calls = CallQueue()
+        self.consumers: dict[int, ConsumerCore] = {}
+        self.producers: dict[int, ProducerCore] = {}
+        self.credits: dict[str | None, ProducerCredits] = {}
+        self.started = False
+        self.closed = False
+        self.failure: ClientError | None = None  # why the session ended, when a failure ended it
+        self.server_version = settings.version
+        # Failover state (notes §9.4, §9.5).
+        self.attached = True
+        self.held: list[Packet] = []  # written while detached: sent once reattached or recreated
+        self._calls_at_detach = 0
+        self.work_done = False  # a transacted session has sent or acknowledged since its last commit/rollback
+        self.rollback_only = False
+        self.active_xid: Xid | None = None
+        self._blocking_correlation = -1
+        self._async_correlation = 0
+        self._next_consumer = 0
+        self._next_producer = 0
+        #: Called when producer credits arrive (the IO layer wakes blocked senders).
+        self.on_credits: Callable[[], None] | None = None
+
+    def write(self, packet: Packet) -> None:
+        """Send a packet on this session's channel (confirmable ones enter the resend cache)."""
+        if self.closed:
+            if self.failure is not None:
+                raise self.failure
+            if self.connection.failure is not None:
+                raise self.connection.failure
+            raise ObjectClosed(f"session {self.options.name!r} is closed; cannot send {packet.type_name()}")
+        if not self.attached:
+            self.held.append(packet)
+            return
+        self.connection.send_session_packet(self, packet)
+
+    def _call(self, packet: Packet, expect: tuple[type[Packet], ...], correlation: int | None = None) -> Call:
+        call = self.calls.add(self.connection.new_call(packet.type_name(), expect, correlation, blocking=True))
+        self.write(packet)
+        return call
+
+    def _blocking_id(self) -> int:
+        self._blocking_correlation -= 1
+        return self._blocking_correlation
+
+    def confirm(self, frame_size: int) -> None:
+        index = self.receive_window.processed(frame_size)
+        if index is not None:
+            self.connection.send_raw(self.channel_id, PacketsConfirmedMessage(index))
+
+    def flush_confirmations(self) -> None:
+        """Confirm a partly filled window (on every PING, notes §9.3)."""
+        index = self.receive_window.flush()
+        if index is not None and not self.closed:
+            self.connection.send_raw(self.channel_id, PacketsConfirmedMessage(index))
