@@ -1,7 +1,8 @@
-"""Client-side UDP discovery (notes §12): an asyncio receiver feeding the broker's sans-IO
-:class:`reference.cluster.DiscoveryTable` (Artemis's ``DiscoveryGroup`` rules: own node ignored,
-one entry per node with the last connector of a datagram, expiry evaluated only when a datagram
-arrives), and the wait for the first broadcast that ``connect("udp://...")`` does.
+"""Client-side UDP discovery (notes §12): an asyncio receiver feeding the sans-IO
+:class:`reference.discovery.DiscoveryTable` the broker's discovery groups use too (Artemis's
+``DiscoveryGroup`` rules: own node ignored, one entry per node with the last connector of a datagram,
+expiry evaluated only when a datagram arrives), and the wait for the first broadcast that
+``connect("udp://...")`` does.
 
 ::
 
@@ -14,13 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from codec import ExceptionType
 
+from .._clock import monotonic_ms
 from ..discovery import (
     ConnectorChanged,
     DiscoveryChange,
@@ -37,6 +38,7 @@ from ._locator import Connector, DiscoveryEndpoint, connector_of
 LOG = logging.getLogger("reference.client.discovery")
 
 __all__ = ["DiscoveryReceiver", "connector_of", "discover"]
+
 
 def _warning(change: DiscoveryChange) -> str | None:
     """What the client warns about: a datagram it cannot read, two servers with one node ID, and a
@@ -69,16 +71,16 @@ class _Datagrams(asyncio.DatagramProtocol):
 
 
 class DiscoveryReceiver:
-    """Joins the group on ``endpoint.local_bind_address`` (:func:`reference._multicast.open_multicast_receiver`)
-    and feeds every datagram to a :class:`~reference.cluster.DiscoveryTable`.
+    """Joins the group on ``endpoint.local_bind_address`` (:func:`reference.discovery.open_multicast_receiver`)
+    and feeds every datagram to a :class:`~reference.discovery.DiscoveryTable`.
 
-    ``node_id`` is the receiver's own (a random UUID by default, as Artemis's client); ``clock`` gives
-    seconds (the connection's clock), the table gets them as milliseconds."""
+    ``node_id`` is the receiver's own (a random UUID by default, as Artemis's client); ``clock_ms`` gives
+    the ``now_ms`` of each datagram's arrival (monotonic ms, ``reference._clock``), which the table takes."""
 
     def __init__(self, endpoint: DiscoveryEndpoint, *, node_id: str | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock_ms: Callable[[], int] = monotonic_ms) -> None:
         self.endpoint = endpoint
-        self.clock = clock
+        self.clock_ms = clock_ms
         self.table = DiscoveryTable(node_id or str(uuid.uuid4()), endpoint.refresh_timeout_ms)
         #: Every datagram that arrived: who sent it and what it changed in the table.
         self.arrivals: list[tuple[Sender, tuple[DiscoveryChange, ...]]] = []
@@ -130,7 +132,7 @@ class DiscoveryReceiver:
         """Feed one datagram to the table (the socket calls this): warn about what is wrong with it, and end
         the wait for a broadcast when it is another node's well-formed datagram (with connectors or not)."""
         broadcasts = self.table.broadcasts
-        changes = self.table.receive(data, sender, round(self.clock() * 1000))
+        changes = self.table.receive(data, sender, self.clock_ms())
         self.arrivals.append((sender, changes))
         for change in changes:
             warning = _warning(change)
@@ -149,14 +151,14 @@ class DiscoveryReceiver:
 
 
 async def discover(endpoint: DiscoveryEndpoint, initial_connect_attempts: int, *,
-                   clock: Callable[[], float] = time.monotonic) -> DiscoveryReceiver:
+                   clock_ms: Callable[[], int] = monotonic_ms) -> DiscoveryReceiver:
     """Open a receiver and wait for the first broadcast, as ServerLocator does before connecting (notes §12.2).
 
     Each wait lasts ``initial_wait_timeout_ms``; with ``initialConnectAttempts`` N > 0 a timed-out wait is
     retried N times (Artemis's ``executeDiscovery``: N + 1 waits in all), otherwise it fails at once.  Returns
     the open receiver (the caller closes it) once it knows at least one TCP connector; raises
     :class:`ConnectionFailed` (``CONNECTION_TIMEDOUT``) when nothing arrived."""
-    receiver = DiscoveryReceiver(endpoint, clock=clock)
+    receiver = DiscoveryReceiver(endpoint, clock_ms=clock_ms)
     await receiver.open()
     try:
         waits = 1 + max(0, initial_connect_attempts)

@@ -137,43 +137,43 @@ def test_connector_of_reads_string_and_integer_ports_and_netty_defaults() -> Non
     assert connector_of(invm) is None
 
 
-def receiver_at(now: list[float], node_id: str = "me", refresh_timeout_ms: int = 10_000) -> DiscoveryReceiver:
-    """A receiver fed by hand (no socket), on a fake clock in seconds."""
+def receiver_at(now_ms: list[int], node_id: str = "me", refresh_timeout_ms: int = 10_000) -> DiscoveryReceiver:
+    """A receiver fed by hand (no socket), on a fake clock in monotonic ms."""
     endpoint = DiscoveryEndpoint(GROUP, 9876, LOOPBACK, refresh_timeout_ms=refresh_timeout_ms)
-    return DiscoveryReceiver(endpoint, node_id=node_id, clock=lambda: now[0])
+    return DiscoveryReceiver(endpoint, node_id=node_id, clock_ms=lambda: now_ms[0])
 
 
 def test_the_receiver_keeps_the_tcp_connectors_of_the_table_in_discovery_order() -> None:
-    now = [100.0]
+    now = [100_000]
     receiver = receiver_at(now)
     assert receiver.datagram_received(datagram(NODE_B, TransportConfiguration.netty("b", 2)), SENDER) == (
         NodeFound(NODE_B, TransportConfiguration.netty("b", 2), SENDER),
     )
-    now[0] = 101.0
+    now[0] = 101_000
     receiver.datagram_received(datagram(NODE_A, TransportConfiguration.netty("a", 1)), SENDER)
     assert receiver.connectors == (Connector("b", 2), Connector("a", 1))
     # A known node announcing another connector: replaced in place (listeners are not told, as Artemis).
     receiver.datagram_received(datagram(NODE_B, TransportConfiguration.netty("b2", 3)), SENDER)
     assert receiver.connectors == (Connector("b2", 3), Connector("a", 1))
     # Several connectors in one datagram: keyed by node, the last one stays.
-    now[0] = 103.0
+    now[0] = 103_000
     receiver.datagram_received(
         datagram(NODE_A, TransportConfiguration.netty("a", 1), TransportConfiguration.netty("a-last", 9)), SENDER)
     assert receiver.connectors == (Connector("b2", 3), Connector("a-last", 9))
-    # The table's clock is the receiver's, in milliseconds.
+    # The table's time is the receiver's clock_ms at each arrival.
     assert [(e.node_id, e.last_update_ms) for e in receiver.table.entries] == [(NODE_B, 101_000), (NODE_A, 103_000)]
     assert [sender for sender, _ in receiver.arrivals] == [SENDER] * 4
 
 
-def test_the_receivers_seconds_clock_expires_entries_at_the_refresh_timeout() -> None:
-    now = [100.0]
+def test_the_receivers_ms_clock_expires_entries_at_the_refresh_timeout() -> None:
+    now = [100_000]
     receiver = receiver_at(now, refresh_timeout_ms=1_000)
     receiver.datagram_received(datagram(NODE_A, TransportConfiguration.netty("a", 1)), SENDER)
-    now[0] = 100.999
+    now[0] = 100_999
     assert receiver.datagram_received(datagram(NODE_B, TransportConfiguration.netty("b", 2)), SENDER) == (
         NodeFound(NODE_B, TransportConfiguration.netty("b", 2), SENDER),
     )
-    now[0] = 101.0
+    now[0] = 101_000
     assert receiver.datagram_received(datagram(NODE_B, TransportConfiguration.netty("b", 2)), SENDER) == (
         NodeExpired(NODE_A, TransportConfiguration.netty("a", 1), 100_000),
     )
@@ -182,7 +182,7 @@ def test_the_receivers_seconds_clock_expires_entries_at_the_refresh_timeout() ->
 
 def test_only_another_nodes_well_formed_datagram_ends_the_wait_for_a_broadcast() -> None:
     async def scenario() -> None:
-        receiver = receiver_at([1.0], node_id=NODE_A)
+        receiver = receiver_at([1_000], node_id=NODE_A)
         receiver.datagram_received(datagram(NODE_A, TransportConfiguration.netty("me", 1)), SENDER)  # our own
         receiver.datagram_received(b"\x00\x00\x00\x24\x00", SENDER)  # malformed
         assert not await receiver.wait_for_broadcast(1)
@@ -199,7 +199,7 @@ def test_only_another_nodes_well_formed_datagram_ends_the_wait_for_a_broadcast()
 def test_the_receiver_warns_about_malformed_datagrams_twin_node_ids_and_non_tcp_connectors(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    receiver = receiver_at([1.0])
+    receiver = receiver_at([1_000])
     with caplog.at_level(logging.WARNING, logger="reference.client.discovery"):
         (malformed,) = receiver.datagram_received(b"\x00\x00\x00\x24\x00", ("10.9.8.7", 4321))
         receiver.datagram_received(datagram(NODE_A, TransportConfiguration.netty("a", 1), unique_id="u-1"), SENDER)
