@@ -13,8 +13,10 @@ Rules of this module:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import deque
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from codec import CoreMessage, ExceptionType, PropertyType, RoutingType, SessionReceiveMessage, TypedProperties
@@ -119,6 +121,10 @@ class DeliveryEngine:
             self._storage.queue_removed(queue)
         if self.cluster is not None:
             self.cluster.queue_changed(queue, "BINDING_REMOVED")
+
+    def queues(self) -> list[Queue]:
+        """Every queue, in the order they were created."""
+        return list(self.post_office.queues.values())
 
     def remove_temporary_queues(self, owner: str) -> None:
         for queue in list(self.post_office.queues.values()):
@@ -304,6 +310,15 @@ class DeliveryEngine:
         """The client found a delivered message expired: it leaves its queue."""
         if ref.durable:
             self._storage.ref_acked(ref, None)
+
+    def remove_waiting(self, refs: Iterable[MessageRef]) -> None:
+        """Waiting messages that left this broker (scale-down moved them to another node): out of their queues
+        and out of storage."""
+        for ref in refs:
+            with contextlib.suppress(ValueError):
+                ref.queue.ready.remove(ref)
+            if ref.durable:
+                self._storage.ref_acked(ref, None)
 
     def return_refs(self, refs: list[MessageRef]) -> None:
         """Cancelled deliveries go back to their queues' heads, in message order, for redelivery."""

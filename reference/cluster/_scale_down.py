@@ -26,7 +26,16 @@ from collections.abc import Iterable
 from codec import ExceptionType, PropertyType, TypedProperties
 
 from .._server import BrokerServer
-from ..broker import ROUTE_TO_KEY, SF_PREFIX, BrokerCore, MessageRef, Queue, encode_ids, internal_address
+from ..broker import (
+    ROUTE_TO_KEY,
+    SF_PREFIX,
+    BrokerCore,
+    DeliveryEngine,
+    MessageRef,
+    Queue,
+    encode_ids,
+    internal_address,
+)
 from ..client import BrokerRefused, ClientError, ClientSettings, Connection, Session, connect, connector_of
 from ..config import BrokerConfig
 from ..discovery import connector_transport_configuration
@@ -51,7 +60,7 @@ def _candidates(config: BrokerConfig, core: BrokerCore, udp: UdpGroups) -> list[
     cluster = core.cluster
     if cluster is None:
         return []
-    peers = [connector_of(c) for n, c in cluster.state.members.items() if c is not None and n != cluster.role.node_id]
+    peers = [connector_of(c) for n, c in cluster.members() if c is not None and n != cluster.role.node_id]
     return [Peer(p.host, p.port) for p in peers if p is not None]
 
 
@@ -79,9 +88,9 @@ async def _target(config: BrokerConfig, core: BrokerCore, udp: UdpGroups,
     return None
 
 
-def _waiting(core: BrokerCore) -> list[tuple[Queue, list[MessageRef]]]:
+def _waiting(engine: DeliveryEngine) -> list[tuple[Queue, list[MessageRef]]]:
     """The queues to empty, fullest first (as Artemis orders them), with their waiting messages."""
-    queues = [q for q in core.post_office.queues.values()
+    queues = [q for q in engine.queues()
               if q.ready and not q.temporary and (not internal_address(q.address)
                                                    or q.name.startswith(SF_PREFIX))]
     queues.sort(key=lambda q: len(q.ready), reverse=True)
@@ -110,9 +119,9 @@ async def _ensure_queue(session: Session, queue: Queue) -> None:
             raise
 
 
-async def _move(core: BrokerCore, server: BrokerServer, session: Session, target_sf: str) -> int:
+async def _move(engine: DeliveryEngine, server: BrokerServer, session: Session, target_sf: str) -> int:
     producer = session.create_producer()
-    waiting = _waiting(core)
+    waiting = _waiting(engine)
     for queue, _ in waiting:
         if not queue.name.startswith(SF_PREFIX):
             await _ensure_queue(session, queue)
@@ -127,11 +136,7 @@ async def _move(core: BrokerCore, server: BrokerServer, session: Session, target
         same_kind = [r for r in refs if r.queue.name.startswith(SF_PREFIX) == first.queue.name.startswith(SF_PREFIX)]
         properties = _route_for(first, target_sf, [r.queue for r in same_kind])
         await producer.send(dataclasses.replace(first.message, message_id=0, properties=properties))
-        for ref in refs:
-            with contextlib.suppress(ValueError):
-                ref.queue.ready.remove(ref)
-            if ref.durable:
-                core.storage.ref_acked(ref, None)
+        engine.remove_waiting(refs)
         moved += 1
     server.poke()
     return moved
@@ -159,7 +164,7 @@ async def scale_down(config: BrokerConfig, core: BrokerCore, server: BrokerServe
         user, password = (cluster.role.user, cluster.role.password) if cluster is not None else \
             (config.cluster_user, config.cluster_password)
         session = await connection.create_session(username=user, password=password)
-        moved = await asyncio.wait_for(_move(core, server, session, target_sf), 120.0)
+        moved = await asyncio.wait_for(_move(core.engine, server, session, target_sf), 120.0)
         LOG.info("scaled down", extra={"target": node_id, "messages": moved})
     except (ClientError, OSError, TimeoutError) as exc:
         LOG.error("scale-down failed; what was not moved stays in this node's journal",

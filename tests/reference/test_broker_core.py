@@ -89,6 +89,24 @@ def test_send_receive_ack_with_server_message_ids_and_delivery_count_1() -> None
     assert core.post_office.queues[QUEUE].message_count == 0
 
 
+def test_the_engine_lists_its_queues_and_removes_waiting_messages_that_left() -> None:
+    """What scale-down uses: the queues in creation order, and the messages it moved taken out of them and
+    out of storage."""
+    core = new_core()
+    wire = connect(core)
+    open_session(wire)
+    _queue(wire, "other")
+    _queue(wire)
+    _send(wire, b"a")
+    _send(wire, b"b")
+    assert [q.name for q in core.engine.queues()] == ["other", QUEUE]
+    queue = core.post_office.queues[QUEUE]
+    first, second = list(queue.ready)
+    core.engine.remove_waiting([first])
+    core.engine.remove_waiting([first])  # already gone: nothing happens
+    assert list(queue.ready) == [second]
+
+
 def test_consumer_gets_nothing_before_credits() -> None:
     core = new_core()
     wire = connect(core)
