@@ -4,8 +4,8 @@
 * ``cck_target`` — the target (one node, default topology), started once per run; before each case any node a
   previous case stopped or killed is started again, so cases may crash it freely.
 * ``cck_make_target`` — a factory for a started target of the run's kind with a topology of the case's own;
-  UNSUPPORTED on a ``url`` target.  Targets are kept between cases (:class:`TargetPool`): a case that asks for
-  a topology a previous case left as it found it gets that target, still running; a case marked
+  UNSUPPORTED on a ``url`` target.  Targets are kept between the cases of a module (:class:`TargetPool`): a case
+  that asks for a topology an earlier case left as it found it gets that target, still running; a case marked
   ``@pytest.mark.cck_fresh_broker`` (it changes a broker in a way the next case could notice) gets brokers of
   its own, and they are not kept after it.
 * ``cck_client`` — the client under test of a client run (:class:`ClientUnderTest`, from ``--client``).
@@ -99,7 +99,7 @@ def _starts(target: Target) -> tuple[int, ...]:
 
 
 class TargetPool:
-    """Started targets kept between the cases that ask ``cck_make_target`` for them, by topology.
+    """Started targets kept between the cases of a module that ask ``cck_make_target`` for them, by topology.
 
     Starting brokers is most of a managed run's time (a JVM takes seconds), and many cases ask for the same
     topology.  A target goes back into the pool after a case only if the case left it as it found it: it passed,
@@ -147,7 +147,9 @@ class TargetPool:
             target.close()
 
 
-@pytest.fixture(scope="session")
+# per module: the cases asking for one topology sit together in their group's module, and idle brokers kept
+# beyond it would only take CPU from the groups after it
+@pytest.fixture(scope="module")
 def _cck_target_pool(cck_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TargetPool]:
     pool = TargetPool(lambda topology: _start(_new_target(cck_settings, tmp_path_factory, topology)))
     try:
