@@ -71,7 +71,8 @@ async def _run(args: argparse.Namespace) -> int:
                                  compact_percentage=config.journal.journal_compact_percentage,
                                  count_before_delivery=config.persist_delivery_count_before_delivery)
         core = BrokerCore(settings, storage=storage, wall_clock_ms=wall_clock)
-        report = storage.recover(core, recovery)
+        report = storage.recover(recovery, post_office=core.post_office, transactions=core.transactions,
+                                 cluster=core.cluster)
         journal.compact()
         LOG.info("recovered", extra=vars(report))
     _declare_addresses(core, config)

@@ -43,7 +43,7 @@ from ._session import Transaction
 
 if TYPE_CHECKING:
     from ..journal import Journal, PendingSync, PreparedTransaction, Recovery
-    from ._core import BrokerCore
+    from ._cluster_hooks import ClusterHooks
     from ._transactions import Transactions
 
 LOG = logging.getLogger("reference.journal")
@@ -88,7 +88,7 @@ class JournalStorage:
         self.recovered_duplicate_ids: list[tuple[int, bytes]] = []
 
     def _id(self) -> int:
-        assert self._next_id is not None, "recover into a core first"
+        assert self._next_id is not None, "recover the journal first"
         return self._next_id()
 
     # ---------------------------------------------------------------- Storage protocol
@@ -226,9 +226,10 @@ class JournalStorage:
 
     # ---------------------------------------------------------------- recovery
 
-    def recover(self, core: BrokerCore, recovery: Recovery) -> RecoveryReport:
-        """Rebuild durable addresses, queues, messages and prepared XA branches."""
-        post_office = core.post_office
+    def recover(self, recovery: Recovery, *, post_office: PostOffice, transactions: Transactions,
+                cluster: ClusterHooks | None) -> RecoveryReport:
+        """Rebuild durable addresses, queues and messages into ``post_office``, the prepared XA branches into
+        ``transactions`` and the bridged messages' duplicate IDs into ``cluster`` (with a cluster connection)."""
         self._next_id = post_office.next_id
         highest = 0
         messages: dict[int, CoreMessage] = {}
@@ -264,14 +265,14 @@ class JournalStorage:
                 by_record[record_id] = ref
         for prepared in recovery.prepared:
             highest = max(highest, prepared.tx_id)
-            self._restore_prepared(core.transactions, post_office, prepared, messages, by_record)
+            self._restore_prepared(transactions, post_office, prepared, messages, by_record)
         for tx in recovery.prepared:
             for record in tx.records:
                 highest = max(highest, record.record_id)
         post_office.restart_ids_after(highest)
         self.recovered_duplicate_ids.sort()
-        if core.cluster is not None:
-            core.cluster.restore_duplicates(self.recovered_duplicate_ids)
+        if cluster is not None:
+            cluster.restore_duplicates(self.recovered_duplicate_ids)
         return RecoveryReport(
             addresses=len(self._address_ids), queues=len(self._queue_ids),
             messages=len(by_record), prepared=len(recovery.prepared),

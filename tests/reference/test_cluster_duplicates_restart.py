@@ -20,7 +20,7 @@ def _node(data: Path, cache: int = 100) -> tuple[BrokerCore, JournalStorage]:
     storage = JournalStorage(journal)
     role = ClusterRole("c", NODE, None, LoadBalancing.ON_DEMAND, id_cache_size=cache)
     core = BrokerCore(BrokerSettings(node_id=NODE, cluster=role), storage=storage)
-    storage.recover(core, recovery)
+    storage.recover(recovery, post_office=core.post_office, transactions=core.transactions, cluster=core.cluster)
     if "orders" not in core.post_office.queues:
         core.engine.add_queue(Queue("orders", "orders", RoutingType.ANYCAST, durable=True))
     return core, storage

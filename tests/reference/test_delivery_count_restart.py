@@ -36,7 +36,7 @@ def _broker(data: Path, *, before_delivery: bool | None) -> tuple[BrokerCore, Jo
     storage = (JournalStorage(journal) if before_delivery is None
                else JournalStorage(journal, count_before_delivery=before_delivery))
     core = BrokerCore(BrokerSettings(node_id="node-1"), storage=storage)
-    storage.recover(core, recovery)
+    storage.recover(recovery, post_office=core.post_office, transactions=core.transactions, cluster=core.cluster)
     return core, storage
 
 
