@@ -30,7 +30,12 @@ from reference.client import Connection, Consumer, Delivery, Session, connect
 from ._kit import RESTARTING, client_settings, poll, poll_value, unique
 
 __all__ = [
+    "ARRIVE_S",
+    "FORM_S",
     "INDEX",
+    "N",
+    "NODES",
+    "QUIET_S",
     "ClusterClients",
     "ClusterPool",
     "Placement",
@@ -45,6 +50,17 @@ __all__ = [
     "wait_counts",
 ]
 
+#: how long the cluster may take to form, or a node to learn what another announced (a JVM cluster forms in
+#: seconds once started; the first bridges wait a retry-interval)
+FORM_S = 30.0
+#: how long the messages of a case may take to arrive where they go
+ARRIVE_S = 15.0
+#: after a flush, how long the kit listens for a message that must not come
+QUIET_S = 0.5
+#: messages per case (divisible by 2, 3 and 4 so even spreads are exact; even: half red or durable, half not)
+N = 12
+#: the nodes of the group's three-node clusters
+NODES = ("node0", "node1", "node2")
 #: the property that numbers the messages of a case, 0..N-1 in sending order
 INDEX = "cck_index"
 #: Artemis's header for a message's routing type (a BYTE: 0 MULTICAST, 1 ANYCAST)

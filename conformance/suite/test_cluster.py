@@ -25,8 +25,13 @@ from conformance.verdicts import NotObserved
 from reference.client import Connector, Consumer, connect, connector_of
 
 from ._cluster_kit import (
+    ARRIVE_S,
+    FORM_S,
+    NODES,
+    QUIET_S,
     ClusterClients,
     ClusterPool,
+    N,
     Placement,
     barrier,
     flush,
@@ -34,18 +39,8 @@ from ._cluster_kit import (
 from ._kit import RESTARTING, client_settings, run, unique, wait_until
 
 CASE_S = 90.0
-#: how long the cluster may take to form, or a node to learn what another announced (a JVM cluster forms in
-#: seconds once started; the first bridges wait a retry-interval)
-FORM_S = 30.0
-#: how long the messages of a case may take to arrive where they go
-ARRIVE_S = 15.0
-#: after a flush, how long the kit listens for a message that must not come
-QUIET_S = 0.5
 #: under OFF, how long a flush message may take before the kit takes it that the broker forwards nothing
 OFF_FLUSH_S = 3.0
-#: messages per case (divisible by 2, 3 and 4 so even spreads are exact)
-N = 12
-NODES = ("node0", "node1", "node2")
 KIT_USER = User("cck", "cck-secret", ("amq",))
 
 

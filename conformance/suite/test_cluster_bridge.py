@@ -30,6 +30,7 @@ from conformance.verdicts import NotObserved, unsupported
 
 from ._backoff_syn import SynRecord, SynWatch, syn_watch_available
 from ._cluster_kit import (
+    FORM_S,
     ClusterClients,
     ClusterPool,
     index_of,
@@ -40,7 +41,6 @@ from ._kit import restarted, run, signalled, unique
 from ._tcp_kill import kill_tcp, tcp_kill_unavailable
 
 CASE_S = 120.0
-FORM_S = 30.0
 ARRIVE_S = 60.0
 TOPOLOGY = Topology.cluster_of(2, ClusterSpec(message_load_balancing="ON_DEMAND", retry_interval_ms=200))
 

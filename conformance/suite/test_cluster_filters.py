@@ -18,19 +18,11 @@ from conformance.plugin import Settings
 from conformance.targets import ClusterSpec, Topology
 from reference.client import Consumer
 
-from ._cluster_kit import ClusterClients, ClusterPool, barrier, flush
+from ._cluster_kit import ARRIVE_S, FORM_S, NODES, QUIET_S, ClusterClients, ClusterPool, N, barrier, flush
 from ._kit import run, unique
 
 CASE_S = 90.0
-#: how long the cluster may take to form, or a node to learn what another announced
-FORM_S = 30.0
-#: how long the messages of a case may take to arrive where they go
-ARRIVE_S = 15.0
-#: after a flush, how long the kit listens for a message that must not come
-QUIET_S = 0.5
-#: messages per case: even-numbered ones are red, odd-numbered ones blue
-N = 12
-NODES = ("node0", "node1", "node2")
+#: even-numbered messages are red, odd-numbered ones blue
 FILTER = "color='red'"
 STRICT = Topology.cluster_of(3, ClusterSpec(message_load_balancing="STRICT"))
 

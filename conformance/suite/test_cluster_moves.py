@@ -30,7 +30,9 @@ from conformance.targets import AddressSetting, ClusterSpec, ManagedTarget, Scal
 from reference.client import Connector, Consumer, connect, connector_of
 
 from ._cluster_kit import (
+    FORM_S,
     ClusterClients,
+    N,
     Placement,
     RevivingPool,
     barrier,
@@ -41,14 +43,10 @@ from ._cluster_kit import (
 from ._kit import RESTARTING, client_settings, restarted, run, unique
 
 CASE_S = 120.0
-#: how long the cluster may take to form again, or a node to learn what another announced
-FORM_S = 30.0
 #: how long messages may take to arrive where they go once they move (redistribution, scale-down)
 ARRIVE_S = 20.0
 #: how long a graceful stop with scale-down may take (Artemis waits up to 10 s for a target in its topology)
 STOP_S = 60.0
-#: messages per case (even: half durable, half not; half red, half blue)
-N = 12
 #: the redistribution delay of addresses cck.rd2000.#
 DELAY_MS = 2000
 #: after the trigger, the time a redistributed message may take on top of the delay and the run's timing
