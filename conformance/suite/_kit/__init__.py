@@ -8,8 +8,8 @@
   (``client_settings``, ``REATTACHING``, ``RESTARTING``);
 * messages: keys and sequence numbers as the histories know them (``message``, ``key_of``, ``seq_of``,
   ``queue_for``, ``unique``);
-* traffic: keyed sends and receipts into a history (``send_keyed``, ``record_receipt``, ``drain``,
-  ``drain_queue``, ``drain_url``);
+* traffic: keyed sends, their outcomes and receipts into a history (``send_keyed``, ``settle_sends``,
+  ``record_receipt``, ``drain``, ``drain_queue``, ``drain_url``);
 * judging: the judging end of the disrupt → fill → judge template (``judged``, ``judged_afterwards``,
   ``judge_history``, ``repeated``).
 

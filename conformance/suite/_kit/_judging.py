@@ -2,8 +2,9 @@
 sent and received through it) and however it ended, the history is drained, judged and written to the
 evidence, so a failed wire-level check still leaves the loss/duplication/order findings (issue 16).
 
-A case's block is the disrupt and fill; its group provides those steps (``_reattach_kit.send_through_a_cut``,
-``_restart_support.Disruption`` and ``across_restart``)."""
+A case's block is the disrupt and fill; its group provides those steps (``_reattach_kit.proxied_scenario`` and
+``send_through_a_cut``; ``_restart_support.Disruption`` and ``connected_through``; the DTX cases' connection
+before and after the restart)."""
 
 from __future__ import annotations
 
