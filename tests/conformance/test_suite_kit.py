@@ -110,7 +110,7 @@ def test_signalled_rechecks_on_each_signal_without_polling() -> None:
 
         async def producer() -> None:
             for item in ("a", "b", "done"):
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(3 * POLL_S)  # a poller would look several times per gap
                 log.append(item)
                 changed.set()
 
@@ -121,7 +121,8 @@ def test_signalled_rechecks_on_each_signal_without_polling() -> None:
 
     ok, looks = asyncio.run(case())
     assert ok
-    assert looks == 4  # once at first, once per signal
+    # once at first, then once per signal (two signals may share a wake-up on a loaded machine): never between
+    assert 2 <= looks <= 4
 
 
 def test_signalled_is_false_after_its_deadline() -> None:
