@@ -2,7 +2,10 @@
 
 Exit status 0 when every mutant run was killed, 1 when some survived (or were only detected as a missed
 SHOULD), 2 when some could not be judged (a patch that does not apply, a baseline that does not conform, a run
-with KIT_ERROR or INDETERMINATE and no FAIL, a run past its deadline)."""
+with KIT_ERROR or INDETERMINATE and no FAIL, a run past its deadline).
+
+python -m tests.sensitivity --regenerate [NAME ...]: write the mutants' patches from their edits (edits.toml)
+applied to a copy of the current tree; runs nothing.  Exit status 2 when an edit no longer matches the tree."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ._regenerate import EditError, regenerate
 from ._runner import REPO_ROOT, Verdict, load_mutants, markdown, run_all, summary
 
 
@@ -24,8 +28,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the results as JSON to FILE and the table to FILE with suffix .md "
                              "(default evidence/sensitivity/<UTC time>.json)")
     parser.add_argument("--list", action="store_true", help="list the mutants and their selections, run nothing")
+    parser.add_argument("--regenerate", nargs="*", metavar="NAME",
+                        help="write mutants/NAME.patch (default: every mutant's) from edits.toml applied to a copy "
+                             "of the current tree, run nothing")
     options = parser.parse_args(argv)
     mutants = load_mutants()
+    if options.regenerate is not None:
+        return _regenerate(parser, options.regenerate, {m.name for m in mutants})
     unknown = sorted(set(options.only) - {m.name for m in mutants})
     if unknown:
         parser.error(f"--only: no mutant named {', '.join(unknown)}")
@@ -58,6 +67,22 @@ def main(argv: list[str] | None = None) -> int:
     if any(o.verdict == Verdict.ERROR for o in outcomes):
         return 2
     return 0 if all(o.verdict == Verdict.KILLED for o in outcomes) else 1
+
+
+def _regenerate(parser: argparse.ArgumentParser, names: list[str], known: set[str]) -> int:
+    unknown = sorted(set(names) - known)
+    if unknown:
+        parser.error(f"--regenerate: no mutant named {', '.join(unknown)}")
+    try:
+        changed, errors = regenerate(names or sorted(known))
+    except EditError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    done = len(names or known) - len(errors)
+    print(f"{done} patch(es) made, {len(changed)} changed" + (f": {', '.join(changed)}" if changed else ""))
+    for name in sorted(errors):
+        print(f"{name}: not made: {errors[name]}", file=sys.stderr)
+    return 2 if errors else 0
 
 
 if __name__ == "__main__":
