@@ -163,6 +163,9 @@ class ForkServer:
         with self._lock:
             self._broken = why
             self._reply.notify_all()
+            orphans = list(self._children.values())
+            self._children.clear()
+        _watch_orphans(orphans)
 
     def close(self) -> None:
         """Stop the server; it kills the brokers it still has."""
@@ -181,6 +184,32 @@ class ForkServer:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+#: the exit code of a broker whose fork server went away before it: its real one went to init, not to the kit
+ORPHAN_EXIT_CODE = -1
+
+
+def _watch_orphans(orphans: list[ForkedProcess]) -> None:
+    """Tell each broker of a fork server that is gone (it crashed, say) when it exits, from a pidfd (readable once
+    the process has ended, parent or not), so stopping or killing it does not wait out its deadline."""
+    watched: dict[int, ForkedProcess] = {}
+    for child in orphans:
+        try:
+            watched[os.pidfd_open(child.pid)] = child
+        except ProcessLookupError:
+            child._set_exit(ORPHAN_EXIT_CODE)
+    if not watched:
+        return
+
+    def watch() -> None:
+        while watched:
+            ready, _, _ = select.select(list(watched), [], [])
+            for fd in ready:
+                os.close(fd)
+                watched.pop(fd)._set_exit(ORPHAN_EXIT_CODE)
+
+    threading.Thread(target=watch, name="fork server orphans", daemon=True).start()
 
 
 _servers: dict[tuple[str, str], ForkServer] = {}

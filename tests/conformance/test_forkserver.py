@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from conformance.targets import ReferenceTarget, Topology
-from conformance.targets._forkserver import ForkedProcess, ForkServer, fork_server
+from conformance.targets._forkserver import ORPHAN_EXIT_CODE, ForkedProcess, ForkServer, fork_server
 from conformance.targets._process import BrokerProcess
 
 
@@ -92,3 +92,20 @@ def test_a_module_that_starts_threads_on_import_is_launched_as_a_process_of_its_
         process.kill(10.0)
     finally:
         server.close()
+
+
+def test_brokers_outlive_a_dead_fork_server_and_later_ones_start_without_it(tmp_path: Path) -> None:
+    with ReferenceTarget(Topology.single(), tmp_path) as target:
+        node = target.nodes[0]
+        server = node._fork_server(node._env())
+        assert server is not None
+        assert server._process is not None
+        server._process.kill()  # the server crashes: its broker is an orphan now, still serving
+        server._process.wait()
+        assert _answers(node.url)
+        node.kill()  # the kit still learns that it ended (from a pidfd), without waiting out the deadline
+        assert node.last_exit_code == ORPHAN_EXIT_CODE
+        node.start()
+        assert node._process is not None
+        assert not isinstance(node._process.popen, ForkedProcess)
+        assert _answers(node.url)
