@@ -87,6 +87,11 @@ class ForkServer:
         return len(argv) >= 3 and argv[0] == sys.executable and tuple(argv[1:3]) == ("-m", self.module) \
             and self._broken is None
 
+    @property
+    def died(self) -> bool:
+        """Whether the server process was started and has ended."""
+        return self._process is not None and self._process.poll() is not None
+
     def _ensure(self) -> socket.socket:
         if self._sock is not None:
             return self._sock
@@ -222,7 +227,7 @@ def fork_server(env: Mapping[str, str], module: str = "reference") -> ForkServer
     key = (module, env.get("PYTHONPATH", ""))
     with _servers_lock:
         server = _servers.get(key)
-        if server is None:
+        if server is None or server.died:  # a server that crashed is replaced (its brokers live on as orphans)
             server = _servers[key] = ForkServer(env, module)
         return server
 

@@ -94,7 +94,7 @@ def test_a_module_that_starts_threads_on_import_is_launched_as_a_process_of_its_
         server.close()
 
 
-def test_brokers_outlive_a_dead_fork_server_and_later_ones_start_without_it(tmp_path: Path) -> None:
+def test_brokers_outlive_a_dead_fork_server_and_a_new_server_forks_the_next_ones(tmp_path: Path) -> None:
     with ReferenceTarget(Topology.single(), tmp_path) as target:
         node = target.nodes[0]
         server = node._fork_server(node._env())
@@ -107,5 +107,6 @@ def test_brokers_outlive_a_dead_fork_server_and_later_ones_start_without_it(tmp_
         assert node.last_exit_code == ORPHAN_EXIT_CODE
         node.start()
         assert node._process is not None
-        assert not isinstance(node._process.popen, ForkedProcess)
+        assert isinstance(node._process.popen, ForkedProcess)
+        assert node._fork_server(node._env()) is not server
         assert _answers(node.url)
