@@ -207,7 +207,9 @@ def run_selection(tree: Path, selection: Selection, timeout_s: float) -> RunResu
     problem = imports_from(tree)
     if problem is not None:
         return RunResult({}, None, 0.0, problem=problem)
-    evidence = tree / ".sensitivity-evidence"
+    # a directory of its own: the baseline copy runs every selection, and a run's verdicts are all it holds
+    (tree / ".sensitivity-evidence").mkdir(exist_ok=True)
+    evidence = Path(tempfile.mkdtemp(prefix="run-", dir=tree / ".sensitivity-evidence"))
     argv = [sys.executable, "-m", "conformance", "run", *selection.argv(), "--evidence-dir", str(evidence),
             "--", "-q", "-p", "no:cacheprovider"]
     started = time.monotonic()
