@@ -27,21 +27,21 @@ system-deps:
 
 setup: $(BIN)/python system-deps
 	$(BIN)/pip install -q -e '.[dev]' tox
-	$(BIN)/python -m conformance.artemis fetch
-	$(BIN)/python -m conformance.artemis build-tools
-	@if command -v npm >/dev/null; then $(BIN)/python -m reports install-allure; \
-	else echo "note: npm not found: the allure HTML report will not be built (python -m reports install-allure)"; fi
+	$(BIN)/cck artemis fetch
+	$(BIN)/cck artemis build-tools
+	@if command -v npm >/dev/null; then $(BIN)/cck install-allure; \
+	else echo "note: npm not found: the allure HTML report will not be built (cck install-allure)"; fi
 
 # The main job: the conformance suite against the embedded reference broker (its broker cases, then the client
 # cases of the kit's own client against it), evidence and allure results under evidence/<stamp>/<run-id>/, then the
-# report site of both runs under report/<stamp>/ (python -m reports: docs/reports.md).  A suite that fails still
+# report site of both runs under report/<stamp>/ (python -m cck.reports: docs/reports.md).  A suite that fails still
 # gets its report; make then exits with the first run's non-zero status.
 main: setup
 	$(BIN)/pip install -q -e '.[reports]'
 	@stamp=$$(date -u +%Y%m%dT%H%M%SZ); dir=evidence/$$stamp; status=0; \
-	$(BIN)/python -m conformance run --target reference --evidence-dir "$$dir" || status=$$?; \
-	$(BIN)/python -m conformance run --client kit --evidence-dir "$$dir" || { s=$$?; [ $$status = 0 ] && status=$$s; }; \
-	$(BIN)/python -m reports report --evidence "$$dir" --out "report/$$stamp" || exit $$?; \
+	$(BIN)/cck run --target reference --evidence-dir "$$dir" || status=$$?; \
+	$(BIN)/cck run --client kit --evidence-dir "$$dir" || { s=$$?; [ $$status = 0 ] && status=$$s; }; \
+	$(BIN)/cck report --evidence "$$dir" --out "report/$$stamp" || exit $$?; \
 	echo "evidence: $(CURDIR)/$$dir/"; \
 	echo "report:   $(CURDIR)/report/$$stamp/index.html"; \
 	if [ -f "report/$$stamp/allure/index.html" ]; then \
@@ -58,15 +58,16 @@ EXTRA_PYTHONS := $(subst $(space),:,$(strip $(wildcard $(HOME)/.pyenv/versions/3
 # supported; py312, between them, runs by hand with `tox -e py312`, which keeps CI under 40 minutes).  The
 # envs without timing cases run two at a time (this machine has two cores); the conformance envs, whose
 # timing cases want the machine to themselves, run one after another afterwards.  Longest first: py311 (about
-# 6 min) on one core while reports and py313 (about 4 and 3) share the other, then lint and type.
-UNIT_ENVS := py311,reports,py313,lint,type
+# 6 min) on one core while reports, py313 and wheel (about 4, 3 and 2: the built wheel installed outside the
+# checkout, tests/test_wheel.py) share the other, then lint and type.
+UNIT_ENVS := py311,reports,py313,wheel,lint,type
 CONFORMANCE_ENVS := conformance-reference,conformance-clients,conformance-artemis244,conformance-artemis228
 test: setup
 	PATH="$$PATH$(if $(EXTRA_PYTHONS),:$(EXTRA_PYTHONS))" $(BIN)/tox run-parallel -p 2 --parallel-no-spinner -e $(UNIT_ENVS)
 	PATH="$$PATH$(if $(EXTRA_PYTHONS),:$(EXTRA_PYTHONS))" $(BIN)/tox run -e $(CONFORMANCE_ENVS)
 
 vectors: setup
-	$(BIN)/python -m conformance.artemis vectors
+	$(BIN)/cck artemis vectors
 
 bench: setup
 	$(BIN)/python benchmarks/codec_bench.py

@@ -29,7 +29,7 @@ from typing import Any
 if __package__ in (None, ""):  # `python benchmarks/audit_bench.py`: the checkout's packages
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reports._synth import PLANTED, TARGET, Rates, write_evidence
+from cck.reports._synth import PLANTED, TARGET, Rates, write_evidence
 
 _HISTORY = "run_id, target, case_id, label"
 _H = ("run_id", "target", "case_id", "label")
@@ -208,7 +208,7 @@ def to_parquet(evidence: Path, data: Path, threads: int) -> None:
     """The evidence's HISTORY and HISTORY_RESULT rows as Parquet in the pipeline's layout (once per size)."""
     import duckdb
 
-    from reports import load_schema
+    from cck.reports import load_schema
 
     schema = load_schema()
     data.mkdir(parents=True, exist_ok=True)
@@ -247,7 +247,7 @@ def duckdb_audit(data: Path, threads: int) -> tuple[float, list[tuple[Any, ...]]
 
 def spark_audit(spark: Any, data: Path) -> tuple[float, list[tuple[Any, ...]]]:
     """Seconds and rows of ``delivery_audit`` over the Parquet under ``data`` (read with the explicit schemas)."""
-    from reports import delivery_audit, load_schema, read_tables
+    from cck.reports import delivery_audit, load_schema, read_tables
 
     started = time.perf_counter()
     tables = read_tables(spark, data, load_schema())
@@ -299,7 +299,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
-    from reports._spark import LOCAL_CONF, spark_session
+    from cck.reports._spark import LOCAL_CONF, spark_session
 
     conf = {**LOCAL_CONF, "spark.driver.memory": "4g"}
     for pair in args.conf:
@@ -329,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             converted = time.perf_counter() - started
             shutil.rmtree(root / "evidence")
             if args.explain:
-                from reports import delivery_audit, load_schema, read_tables
+                from cck.reports import delivery_audit, load_schema, read_tables
 
                 tables = read_tables(spark, root / "data", load_schema())
                 delivery_audit(tables["history"], tables["history_result"]).explain(mode="formatted")

@@ -4,7 +4,7 @@ The client is Artemis's own ``artemis perf client`` from the pinned distribution
 and one consumer on one queue, ``--message-size`` bytes (1 KiB), durable (``--persistent``) and
 non-durable messages.  It runs with *identical* arguments against
 
-* ``reference``: ``python -m reference broker --port 0 --data DIR`` (its journal, group commit);
+* ``reference``: ``cck broker --port 0 --data DIR`` (its journal, group commit);
 * ``artemis``: an instance made by ``artemis create`` (default journal type, autotuned buffer
   timeout, both recorded) and started with ``artemis run``.
 
@@ -246,8 +246,10 @@ def reference_broker(data: Path, tree: Path = _REPO_ROOT) -> Iterator[str]:
     """A fresh reference broker (journal in ``data``) of the checkout ``tree``; yields its ``tcp://host:port``."""
     # PYTHONPATH=tree comes before the editable install's finder, so the tree's own code runs.
     env = {**os.environ, "PYTHONPATH": str(tree)}
+    # a checkout from before the cck namespace (a --baseline-tree) has the broker as the bare ``reference``
+    module = "cck.reference" if (tree / "cck" / "__init__.py").is_file() else "reference"
     process = subprocess.Popen(
-        [sys.executable, "-m", "reference", "broker", "--port", "0", "--data", str(data), "--log-level", "warning"],
+        [sys.executable, "-m", module, "broker", "--port", "0", "--data", str(data), "--log-level", "warning"],
         cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     try:
@@ -458,7 +460,7 @@ def run_benchmark(
     settings: Settings, modes: Sequence[str], scratch: Path, *, keep_output: Path | None,
     clients: Sequence[str] = CLIENTS, baseline_tree: Path | None = None,
 ) -> Report:
-    from conformance.artemis.distribution import ensure_distribution
+    from cck.conformance.artemis.distribution import ensure_distribution
 
     dist = ensure_distribution()
     home = dist.home

@@ -10,7 +10,7 @@ PACKETS_CONFIRMED, mixed) it measures, in this one process:
 * for the mixed set also decode-stream: all frames concatenated, fed to
   ``codec.FrameDecoder`` at once and iterated (vs ``struct_baseline.iter_frames``);
 
-then runs ``python -m conformance.artemis bench-java`` on the very same frames
+then runs ``cck artemis bench-java`` on the very same frames
 (Artemis's own Java codec classes) unless ``--no-java``.  A missing or failing
 Java harness is reported as "java: unavailable (reason)", never as a crash.
 
@@ -49,9 +49,9 @@ _REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(_REPO_ROOT) not in sys.path:  # run as a script: make `codec` and `benchmarks` importable
     sys.path.insert(0, str(_REPO_ROOT))
 
-import codec  # noqa: E402
 from benchmarks import struct_baseline as baseline  # noqa: E402
 from benchmarks.frame_sets import SET_NAMES, VERSION, FrameSet, build_sets  # noqa: E402
+from cck import codec  # noqa: E402
 
 #: A timed body: runs ``passes`` passes over its frame set, returns the frames processed.
 Body = Callable[[int], int]
@@ -266,7 +266,7 @@ def run_java(sets: dict[str, FrameSet], *, seconds: float, timeout: float) -> Ja
             for name, fs in sets.items():
                 for frame in fs.frames:
                     out.write(json.dumps({"name": name, "version": VERSION, "hex": frame.hex()}) + "\n")
-        argv = [sys.executable, "-m", "conformance.artemis", "bench-java"]
+        argv = [sys.executable, "-m", "cck.conformance.artemis", "bench-java"]
         argv += ["--frames", str(frames_file), "--seconds", f"{seconds:g}"]
         shown = shlex.join(["python", *argv[1:4], "--frames", "FRAMES.jsonl", "--seconds", f"{seconds:g}"])
         started = time.perf_counter()
@@ -412,7 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Frames/s of codec.decode_frame / encode_packet / FrameDecoder against a hand-written struct "
             "baseline (benchmarks/struct_baseline.py, same dataclasses) and Artemis's Java codec "
-            "(python -m conformance.artemis bench-java) on the same frames: SESS_SEND, SESS_RECEIVE_MSG, "
+            "(cck artemis bench-java) on the same frames: SESS_SEND, SESS_RECEIVE_MSG, "
             "PACKETS_CONFIRMED and a mixed stream, protocol version 136."
         ),
         epilog="Example: python benchmarks/codec_bench.py --seconds 2 --json bench.json",

@@ -24,7 +24,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from codec import (
+from cck.codec import (
     CoreMessage,
     MessageType,
     NullResponseMessage,

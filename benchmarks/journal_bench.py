@@ -30,7 +30,7 @@ _REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(_REPO_ROOT) not in sys.path:  # run as a script: make `reference` importable
     sys.path.insert(0, str(_REPO_ROOT))
 
-from reference.journal import Journal, PendingSync  # noqa: E402
+from cck.reference.journal import Journal, PendingSync  # noqa: E402
 
 
 def run(directory: Path, *, group: int, fsync: bool, payload: bytes, seconds: float) -> float:

@@ -68,8 +68,8 @@ def _interval(start: float, now: float, seconds: int) -> int | None:
 
 
 async def _producer(plan: Plan, get_start: StartSource) -> dict[str, list[int]]:
-    from codec import CoreMessage
-    from reference.client import connect
+    from cck.codec import CoreMessage
+    from cck.reference.client import connect
 
     sent = [0] * plan.seconds
     completed = [0] * plan.seconds
@@ -106,8 +106,8 @@ async def _producer(plan: Plan, get_start: StartSource) -> dict[str, list[int]]:
 
 
 async def _consumer(plan: Plan, get_start: StartSource) -> dict[str, list[int]]:
-    from codec import RoutingType
-    from reference.client import BrokerRefused, connect
+    from cck.codec import RoutingType
+    from cck.reference.client import BrokerRefused, connect
 
     received = [0] * plan.seconds
     async with await connect(plan.url) as connection:  # the URL's parameters are the client's settings

@@ -22,7 +22,7 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from codec import (
+from cck.codec import (
     EMPTY_PROPERTIES,
     CoreMessage,
     Frame,

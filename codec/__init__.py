@@ -4,7 +4,7 @@ ActiveMQ Artemis core protocol, byte-compatible with Artemis (protocol versions
 
 Decode a stream::
 
-    from codec import FrameDecoder, NEED_DATA
+    from cck.codec import FrameDecoder, NEED_DATA
     decoder = FrameDecoder(expect_preamble=True)
     decoder.feed(received_bytes)
     for frame in decoder:
@@ -12,7 +12,7 @@ Decode a stream::
 
 Build a frame::
 
-    from codec import Ping, encode_packet
+    from cck.codec import Ping, encode_packet
     encode_packet(Ping(connection_ttl=60000), channel_id=0)
 
 Packet classes carry Artemis's Java class names; their fields are the wire

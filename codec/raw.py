@@ -3,7 +3,7 @@
 The normal encoder always writes a consistent frame; these helpers let a test
 choose every header field itself::
 
-    from codec import raw
+    from cck.codec import raw
     raw.frame(type_code=99, body=b"", channel_id=10)        # unknown packet type
     raw.frame(type_code=10, body=b"\\x00", length=2**31 - 1)  # a lying length
 """

@@ -1,12 +1,12 @@
-"""``python -m conformance``: run the conformance suite, list its cases, or print the clause table.
+"""``python -m cck.conformance``: run the conformance suite, list its cases, or print the clause table.
 
-    python -m conformance run --broker-url tcp://broker:61616
-    python -m conformance run --target reference --evidence-dir evidence -- -x -k window
-    python -m conformance run --target artemis --artemis-version 2.28.0 --case 'reattach.*'
-    python -m conformance run --client artemis@2.44.0 --case 'backoff.*'
-    python -m conformance cases
-    python -m conformance timing-check --client kit --repeat 20
-    python -m conformance clauses --level SHOULD
+    cck run --broker-url tcp://broker:61616
+    cck run --target reference --evidence-dir evidence -- -x -k window
+    cck run --target artemis --artemis-version 2.28.0 --case 'reattach.*'
+    cck run --client artemis@2.44.0 --case 'backoff.*'
+    cck cases
+    cck timing-check --client kit --repeat 20
+    cck clauses --level SHOULD
 
 ``run`` is pytest over the kit's suite with the plugin's options (docs/conformance.md); anything it does not
 know is passed on to pytest, and its exit status is pytest's: 0 every case conforms, 1 a case failed,
@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cases import Case
-from conformance.clauses import LEVELS, ClauseError, load_clauses
-from conformance.plugin import SUITE_DIR, case_of
-from conformance.targets import TARGET_KINDS
+from cck.conformance.cases import Case
+from cck.conformance.clauses import LEVELS, ClauseError, load_clauses
+from cck.conformance.plugin import SUITE_DIR, case_of
+from cck.conformance.targets import TARGET_KINDS
 
 
 def _run_args(options: argparse.Namespace, extra: Sequence[str]) -> list[str]:
@@ -84,7 +84,7 @@ def _repeat(times: int, argv: Sequence[str]) -> int:
     started = time.monotonic()
     for run in range(1, times + 1):
         began = time.monotonic()
-        status = subprocess.run([sys.executable, "-m", "conformance", *again], check=False).returncode
+        status = subprocess.run([sys.executable, "-m", "cck.conformance", *again], check=False).returncode
         print(f"run {run}/{times}: exit status {status} ({time.monotonic() - began:.0f} s)", file=sys.stderr,
               flush=True)
         if status != 0:
@@ -124,9 +124,9 @@ def _cmd_cases(options: argparse.Namespace, extra: Sequence[str]) -> int:
 def _cmd_timing_check(options: argparse.Namespace, extra: Sequence[str]) -> int:
     """Give the client a schedule 20 % off and see the backoff oracle fail it, every repetition."""
     # imported here: the suite's modules are loaded by this command only
-    from conformance.plugin import resolve_settings
-    from conformance.suite import summary, timing_check
-    from conformance.suite.test_backoff import TIMED
+    from cck.conformance.plugin import resolve_settings
+    from cck.conformance.suite import summary, timing_check
+    from cck.conformance.suite.test_backoff import TIMED
 
     cli = {"client": options.client, "timing_scale": options.timing_scale, "timing_tolerance": options.timing_tolerance}
     try:
@@ -142,7 +142,7 @@ def _cmd_timing_check(options: argparse.Namespace, extra: Sequence[str]) -> int:
     print(f"timing check of {settings.client.describe()}: a schedule {options.skew:.0%} off, tolerance "
           f"{tolerance.describe()}, {options.repeat} repetition(s)", file=sys.stderr, flush=True)
     # every run cuts or refuses the client on purpose: its "connection failed" warnings say nothing here
-    logging.getLogger("reference.client").setLevel(logging.ERROR)
+    logging.getLogger("cck.reference.client").setLevel(logging.ERROR)
     runs = timing_check(settings.client, TIMED, tolerance, fraction=options.skew, repeat=options.repeat,
                         rows=options.rows)
     every, lines = summary(runs, options.repeat)
@@ -170,8 +170,8 @@ def _cmd_clauses(options: argparse.Namespace, extra: Sequence[str]) -> int:
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__,
+def _parser(prog: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog or "python -m cck.conformance", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run the conformance suite (pytest with the kit's plugin)",
@@ -219,8 +219,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """``prog``: the name usage lines give (``cck`` when the ``cck`` command runs this)."""
+    parser = _parser(prog)
     options, extra = parser.parse_known_args(argv)
     options.argv = list(sys.argv[1:] if argv is None else argv)  # what --repeat runs again
     if extra and options.command in ("clauses", "timing-check"):

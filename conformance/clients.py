@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from conformance.verdicts import unsupported
+from cck.conformance.verdicts import unsupported
 
 __all__ = ["ClientUnderTest", "ClientKind", "CLIENT_KINDS", "parse_client"]
 

@@ -1,4 +1,4 @@
-"""``python -m reference broker``: run the reference broker."""
+"""``cck broker``: run the reference broker."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 import uuid
 from pathlib import Path
 
-from codec import RoutingType as WireRoutingType
+from cck.codec import RoutingType as WireRoutingType
 
 from ._logging import configure_logging
 from ._server import BrokerServer
@@ -21,7 +21,7 @@ from .cluster import UdpGroups, cluster_role, scale_down, start_cluster
 from .config import BrokerConfig, ConfigError, SecurityModel, default_config, load_config
 from .journal import JournalError
 
-LOG = logging.getLogger("reference")
+LOG = logging.getLogger("cck.reference")
 
 DESCRIPTION = """\
 The Core Conformance Kit's reference broker for the Apache ActiveMQ Artemis
@@ -31,8 +31,8 @@ data under ./data.  Stop it with SIGTERM or Ctrl-C: clients get DISCONNECT.
 """
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m reference", description=DESCRIPTION)
+def _parser(prog: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog or "python -m cck.reference", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     broker = commands.add_parser("broker", help="run the broker until SIGTERM/SIGINT", description=DESCRIPTION)
     broker.add_argument("--config", type=Path, help="an Artemis broker.xml (users and roles are read from the "
@@ -152,8 +152,9 @@ def _node_id(data: Path) -> str:
     return node
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """``prog``: the name usage lines give (``cck`` when the ``cck`` command runs this)."""
+    args = _parser(prog).parse_args(argv)
     configure_logging(args.log_level)
     try:
         return asyncio.run(_run(args))

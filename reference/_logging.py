@@ -29,7 +29,7 @@ class JsonFormatter(logging.Formatter):
 def configure_logging(level: str = "info") -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
-    root = logging.getLogger("reference")
+    root = logging.getLogger("cck.reference")
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     root.propagate = False

@@ -50,7 +50,7 @@ from .broker import BrokerCore
 
 __all__ = ["BrokerServer", "GroupCommit", "SyncInProgress"]
 
-LOG = logging.getLogger("reference.server")
+LOG = logging.getLogger("cck.reference.server")
 
 
 class SyncInProgress(Protocol):

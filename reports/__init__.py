@@ -1,12 +1,12 @@
 """The PySpark evidence pipeline: conformance runs' evidence -> Parquet -> matrix, timing compliance,
 delivery audit and clause coverage -> a static site.
 
-Command line: ``python -m reports report --evidence DIR --out DIR [--master URL]`` (docs/reports.md).
+Command line: ``cck report --evidence DIR --out DIR [--master URL]`` (docs/reports.md).
 
 The jobs are pure ``DataFrame -> DataFrame`` functions (:func:`case_verdicts`, :func:`conformance_matrix`,
 :func:`timing_attempts`, :func:`timing_summary`, :func:`timing_outliers`, :func:`delivery_audit`,
 :func:`audit_findings`, :func:`clause_coverage`) over tables with explicit schemas (:func:`load_schema`).  This
-module imports pyspark only when one of them is used, so ``python -m reports --help`` and the errors work without
+module imports pyspark only when one of them is used, so ``python -m cck.reports --help`` and the errors work without
 it.
 """
 

@@ -1,6 +1,6 @@
-"""``python -m reports report --evidence DIR --out DIR [--master URL]``: build the report site;
-``python -m reports synth --out DIR [--runs N] [--events M] [--seed S]``: write synthetic evidence;
-``python -m reports install-allure``: install the pinned allure (npm) the allure HTML report is built with.
+"""``cck report --evidence DIR --out DIR [--master URL]``: build the report site;
+``cck synth --out DIR [--runs N] [--events M] [--seed S]``: write synthetic evidence;
+``cck install-allure``: install the pinned allure (npm) the allure HTML report is built with.
 
 Exit status: 0 the site was built (quarantined rows are reported, not fatal); 1 the Spark job failed;
 2 bad input or usage (a missing evidence directory, a run of an unreadable schema version, no pyspark).
@@ -25,20 +25,20 @@ MARKER = ".cck-report"
 
 _EPILOG = """\
 examples:
-  python -m reports report --evidence evidence --out report
-  python -m reports report --evidence .tox/evidence --out report --master spark://host:7077
-  python -m reports report --evidence evidence --out report --conf spark.driver.memory=4g
+  cck report --evidence evidence --out report
+  cck report --evidence .tox/evidence --out report --master spark://host:7077
+  cck report --evidence evidence --out report --conf spark.driver.memory=4g
 
 Every directory below --evidence holding run.json or *.jsonl is a run (evidence/<run-id>/ as
-`python -m conformance run --evidence-dir evidence` writes it, or the tox layout
+`cck run --evidence-dir evidence` writes it, or the tox layout
 .tox/evidence/<target>/<run-id>/).  Bad rows are quarantined to OUT/quarantine.jsonl.
 Open OUT/index.html in a browser (no server needed).  See docs/reports.md.
 """
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m reports", description="The PySpark evidence pipeline of the Core Conformance Kit.",
+        prog=prog or "python -m cck.reports", description="The PySpark evidence pipeline of the Core Conformance Kit.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     report = commands.add_parser(
@@ -59,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="clause table directory (*.toml) for coverage; default: the kit's conformance/clauses")
     report.add_argument("--allure", choices=("auto", "require", "off"), default="auto",
                         help="the allure HTML report (OUT/allure/index.html): auto builds it when the pinned allure "
-                             "is installed (python -m reports install-allure) and says why not otherwise; require "
+                             "is installed (cck install-allure) and says why not otherwise; require "
                              "makes its absence an error; off skips it (default: auto)")
     report.add_argument("--results-doc", type=Path, metavar="FILE",
                         help="also write the current results (OUT/results.md) between the generated-results markers "
@@ -169,7 +169,7 @@ def _report(args: argparse.Namespace, progress: _Progress) -> int:
     from ._spark import spark_session
 
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / MARKER).write_text("written by python -m reports report\n", encoding="utf-8")
+    (args.out / MARKER).write_text("written by cck report\n", encoding="utf-8")
     for owned in ("cases", "data", "allure"):
         shutil.rmtree(args.out / owned, ignore_errors=True)
     with progress.step(f"spark session ({args.master or 'local mode'})"):
@@ -229,8 +229,9 @@ def _install_allure() -> int:
     return EXIT_OK
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """``prog``: the name usage lines give (``cck`` when the ``cck`` command runs this)."""
+    args = _parser(prog).parse_args(argv)
     progress = _Progress(sys.stderr, getattr(args, "quiet", False))
     try:
         if args.command == "synth":

@@ -8,7 +8,7 @@ so every machine builds with the same tree.  :func:`build_allure_report` writes 
 which browsers refuse for ``file://`` pages) and removes the analytics tag allure 3.18 always puts in, so
 a report opened from disk asks nothing of the network.
 
-No pyspark here: ``python -m reports install-allure`` works without it.
+No pyspark here: ``cck install-allure`` works without it.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StringType, StructField, StructType
 
-from conformance.clauses import CLAUSE_DIR, ClauseError, load_clauses
+from cck.conformance.clauses import CLAUSE_DIR, ClauseError, load_clauses
 
 from ._errors import ReportError
 

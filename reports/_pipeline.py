@@ -183,7 +183,7 @@ def _allure_html(dirs: Sequence[Path], out: Path, mode: str, progress: Progress)
         return None, "not built: no run has allure-results"
     cli = allure_bin()
     if cli is None:
-        why = "the pinned allure is not installed (python -m reports install-allure)"
+        why = "the pinned allure is not installed (cck install-allure)"
         if mode == "require":
             raise ReportError(f"--allure require: {why}")
         progress.note(f"allure HTML report not built: {why}")

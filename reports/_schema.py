@@ -41,7 +41,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from conformance.evidence import schema as evidence_schema
+from cck.conformance.evidence import schema as evidence_schema
 
 from ._errors import ReportError, SchemaVersionError
 

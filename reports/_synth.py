@@ -51,7 +51,7 @@ BATCH = 64
 PLANTED = ("lost", "duplicated", "order_violation", "unexpected")
 SCHEMA_VERSION = 1
 TARGET, TARGET_VERSION = "url", "synthetic"
-#: Client runs are judged against the reference broker, as ``python -m conformance run --client`` does.
+#: Client runs are judged against the reference broker, as ``cck run --client`` does.
 CLIENT_TARGET = "reference"
 CLIENT_CLAUSE = "backoff.retry-interval"
 KIT_ERROR = "KIT_ERROR"

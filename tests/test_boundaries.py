@@ -8,12 +8,19 @@
 * ``reference.client`` and ``reference.cluster`` do not import each other (discovery, which both use, is
   ``reference.discovery``), and ``reference.discovery`` imports neither; no cycle among ``reference``'s parts.
 
+* One import namespace: the four packages are ``cck.codec``, ``cck.reference``, ``cck.conformance`` and
+  ``cck.reports`` (the folders at the top of the repository, reached through the symlinks in ``cck/``).  Nothing
+  imports, runs (``-m reference``) or names in a command the bare ``codec``, ``reference``, ``conformance``
+  or ``reports``: in a checkout both names would import, and every class would exist twice.
+
 ``tests/reports/test_imports.py`` checks the second rule again at run time (what importing ``reports`` loads).
 """
 
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,12 +30,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("codec", "reference", "conformance", "reports")
+#: The one import namespace of the kit: ``cck.codec``, ..., whose modules are named here with it.
+NAMESPACE = "cck"
+#: Every folder of Python code in the repository (``cck`` holds the command and the links to the packages).
+CODE = (*PACKAGES, "tests", "benchmarks", NAMESPACE)
 
 #: What ``reports`` may import of ``conformance``: standard-library-only modules holding the data contract
 #: between the kit and its report pipeline (design.md §2: "the evidence schema only").
-REPORTS_MAY_IMPORT = ("conformance.evidence.schema", "conformance.clauses")
+REPORTS_MAY_IMPORT = ("cck.conformance.evidence.schema", "cck.conformance.clauses")
 #: The subpackages those live in: standard library only, importing nothing else of the kit.
-STDLIB_ONLY = ("conformance.evidence", "conformance.clauses")
+STDLIB_ONLY = ("cck.conformance.evidence", "cck.conformance.clauses")
 
 #: Imports of another package's private module that are known and being removed, each with why it is
 #: still here.  Empty is the goal; an entry that no longer occurs fails the test, so it cannot go stale.
@@ -46,11 +57,11 @@ class Import:
 
     @property
     def where(self) -> str:
-        return f"{self.module.replace('.', '/')}.py:{self.line}"
+        return f"{self.module.removeprefix(NAMESPACE + '.').replace('.', '/')}.py:{self.line}"
 
 
 def _module_name(path: Path) -> tuple[str, str]:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    parts = [NAMESPACE, *path.relative_to(ROOT).with_suffix("").parts]
     if parts[-1] == "__init__":
         parts.pop()
         return ".".join(parts), ".".join(parts)
@@ -123,7 +134,7 @@ def _private_owner(target: str, package: str) -> str | None:
     The owner is the public package above the first private segment: ``codec._packets._base`` is private to
     ``codec`` (``_packets`` is codec's own, private subpackage, its modules codec's internals)."""
     parts = target.split(".")
-    if parts[0] not in PACKAGES:
+    if parts[0] != NAMESPACE or len(parts) < 2 or parts[1] not in PACKAGES:
         return None
     for i, part in enumerate(parts):
         if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
@@ -134,7 +145,7 @@ def _private_owner(target: str, package: str) -> str | None:
 
 def test_the_source_is_found() -> None:
     modules = {i.module for i in IMPORTS}
-    assert {"reference.client._discovery", "reports._schema", "conformance.suite.test_discovery"} <= modules
+    assert {"cck.reference.client._discovery", "cck.reports._schema", "cck.conformance.suite.test_discovery"} <= modules
 
 
 def test_no_import_of_another_packages_private_module() -> None:
@@ -152,7 +163,7 @@ def test_no_import_of_another_packages_private_module() -> None:
 def test_reports_imports_only_the_evidence_schema_and_the_clause_table_of_conformance() -> None:
     def allowed(i: Import) -> bool:
         # ``from conformance.evidence import schema`` names the package, for its module ``schema`` only
-        return i.target in REPORTS_MAY_IMPORT or (i.target == "conformance.evidence" and i.names == ("schema",))
+        return i.target in REPORTS_MAY_IMPORT or (i.target == "cck.conformance.evidence" and i.names == ("schema",))
 
     wrong = [f"{i.where}: {i.target}" for i in IMPORTS
              if _inside(i.module, "reports") and _inside(i.target, "conformance") and not allowed(i)]
@@ -165,7 +176,8 @@ def test_what_reports_imports_of_conformance_is_standard_library_only(package: s
     assert mine
     foreign = [f"{i.where}: {i.target}" for i in mine
                if not _inside(i.target, package)
-               and (i.target.split(".")[0] in PACKAGES or i.target.split(".")[0] not in sys.stdlib_module_names)]
+               and (i.target.split(".")[0] in (NAMESPACE, *PACKAGES)
+                    or i.target.split(".")[0] not in sys.stdlib_module_names)]
     assert not foreign, f"{package} must import only the standard library and itself:\n" + "\n".join(foreign)
 
 
@@ -175,16 +187,16 @@ def _subpackage_imports(source: str, target: str) -> list[str]:
 
 
 def test_client_and_cluster_do_not_import_each_other() -> None:
-    client_to_cluster = _subpackage_imports("reference.client", "reference.cluster")
-    cluster_to_client = _subpackage_imports("reference.cluster", "reference.client")
+    client_to_cluster = _subpackage_imports("cck.reference.client", "cck.reference.cluster")
+    cluster_to_client = _subpackage_imports("cck.reference.cluster", "cck.reference.client")
     both = client_to_cluster + cluster_to_client
     assert not (client_to_cluster and cluster_to_client), "client and cluster import each other:\n" + "\n".join(both)
     assert not client_to_cluster, "reference.client imports reference.cluster:\n" + "\n".join(client_to_cluster)
 
 
-@pytest.mark.parametrize("other", ["reference.client", "reference.cluster", "reference.broker"])
+@pytest.mark.parametrize("other", ["cck.reference.client", "cck.reference.cluster", "cck.reference.broker"])
 def test_discovery_is_beneath_client_and_cluster(other: str) -> None:
-    assert not _subpackage_imports("reference.discovery", other)
+    assert not _subpackage_imports("cck.reference.discovery", other)
 
 
 def test_the_parts_of_reference_import_each_other_without_a_cycle() -> None:
@@ -192,9 +204,9 @@ def test_the_parts_of_reference_import_each_other_without_a_cycle() -> None:
     ``_server``, ...) the imports form no cycle, ``TYPE_CHECKING``-only imports aside."""
     edges: dict[str, set[str]] = {}
     for i in IMPORTS:
-        source, target = i.module.split("."), i.target.split(".")
-        if i.type_checking or source[0] != "reference" or target[0] != "reference":
+        if i.type_checking or not _inside(i.module, "cck.reference") or not _inside(i.target, "cck.reference"):
             continue
+        source, target = i.module.split(".")[1:], i.target.split(".")[1:]  # reference, its part, ...
         if len(source) > 1 and len(target) > 1 and source[1] != target[1]:
             edges.setdefault(source[1], set()).add(target[1])
 
@@ -210,3 +222,53 @@ def test_the_parts_of_reference_import_each_other_without_a_cycle() -> None:
     for start in sorted(edges):
         cycle = cycle_from(start, [])
         assert cycle is None, "import cycle: " + " -> ".join(f"reference.{part}" for part in cycle)
+
+
+# ------------------------------------------------------------------------------------------------ one namespace
+
+_BARE = "|".join(PACKAGES)
+#: Code in a string (``"from cck.conformance.targets._forkserver import serve"``), a module run as a subprocess
+#: (``"-m", "cck.reference"``), a command in the docs or the CI files (``cck run``).
+_BARE_IN_STRING = re.compile(rf"""["'](?:from|import) ({_BARE})\b|["']-m["'],\s*["']({_BARE})\b""")
+_BARE_COMMAND = re.compile(rf"python3? -m ({_BARE})\b")
+
+
+def _python_files() -> list[Path]:
+    return [p for name in CODE for p in sorted((ROOT / name).rglob("*.py")) if not p.is_relative_to(ROOT / "cck")
+            or p.parent == ROOT / "cck"]  # cck/'s links lead to the packages, listed already
+
+
+def test_nothing_imports_the_bare_package_names() -> None:
+    bare: list[str] = []
+    for path in _python_files():
+        where = path.relative_to(ROOT)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            bare += [f"{where}:{node.lineno}: {name}" for name in names if name.split(".")[0] in PACKAGES]
+        text = path.read_text(encoding="utf-8") if path != Path(__file__).resolve() else ""  # this file names them
+        bare += [f"{where}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}"
+                 for m in _BARE_IN_STRING.finditer(text)]
+    assert not bare, "bare package names (import cck.<package>, run python -m cck.<package>):\n" + "\n".join(bare)
+
+
+def test_no_command_runs_the_bare_package_names() -> None:
+    files = [ROOT / "tox.ini", ROOT / "Makefile", ROOT / "README.md", ROOT / "pyproject.toml",
+             *sorted((ROOT / ".ci").glob("*")), *sorted((ROOT / "docs").rglob("*.md")),
+             *sorted((ROOT / "fixtures").rglob("README.md")),
+             *(p for p in _python_files() if p != Path(__file__).resolve())]  # this file names them
+    found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in files if p.is_file()
+             for m in _BARE_COMMAND.finditer(p.read_text(encoding="utf-8"))]
+    assert not found, "commands with the bare package names (cck run, cck report, python -m cck.<package>):\n" + \
+        "\n".join(found)
+
+
+def test_importing_the_kit_loads_nothing_under_the_bare_names() -> None:
+    program = ("import sys, cck._cli, cck.codec.scapy, cck.conformance.plugin, cck.conformance.suite, "
+               "cck.conformance.artemis.__main__, cck.reference.__main__, cck.reports.__main__; "
+               "print(' '.join(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, cwd=ROOT,
+                          timeout=120)
+    modules = done.stdout.split()
+    assert "cck.conformance.plugin" in modules
+    assert not [m for m in modules if m.split(".")[0] in PACKAGES]

@@ -3,13 +3,13 @@
 ``distribution`` fetches a pinned release with ``mvn``, verifies it against
 ``fixtures/artemis/versions.json`` and unpacks it into a cache outside git.
 ``java_tools`` compiles ``fixtures/java/src`` against that release and runs the
-tools (vector generation, decoding, benchmarks).  ``python -m conformance.artemis``
+tools (vector generation, decoding, benchmarks).  ``python -m cck.conformance.artemis``
 is the command line for both.
 """
 
 from __future__ import annotations
 
-from conformance.artemis.distribution import (
+from cck.conformance.artemis.distribution import (
     ArtemisError,
     Artifact,
     ChecksumMismatchError,
@@ -22,7 +22,7 @@ from conformance.artemis.distribution import (
     ensure_distribution,
     load_versions,
 )
-from conformance.artemis.java_tools import ToolError, build_tools, run_tool
+from cck.conformance.artemis.java_tools import ToolError, build_tools, run_tool
 
 __all__ = [
     "Artifact",

@@ -1,4 +1,4 @@
-"""Command line: ``python -m conformance.artemis {fetch,build-tools,vectors,decode,bench-java}``."""
+"""Command line: ``python -m cck.conformance.artemis {fetch,build-tools,vectors,decode,bench-java}``."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from conformance.artemis.distribution import (
+from cck.conformance._data import MissingFixture, checkout_fixture
+from cck.conformance.artemis.distribution import (
     ArtemisError,
     Distribution,
     ensure_distribution,
     load_versions,
 )
-from conformance.artemis.java_tools import build_tools, run_tool
+from cck.conformance.artemis.java_tools import build_tools, run_tool
 
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 VECTOR_FILES = (
     "primitives.jsonl",
     "typed_properties.jsonl",
@@ -33,7 +33,8 @@ DECODE_TIMEOUT_S = 600.0
 
 
 def _default_vectors_dir() -> Path:
-    return _REPO_ROOT / "fixtures" / "vectors"
+    # the checked-in vectors: a source checkout only (an installed kit writes them where --out says)
+    return checkout_fixture("vectors", what="vectors without --out")
 
 
 def _say(text: str) -> None:
@@ -86,7 +87,7 @@ def _cmd_vectors(args: argparse.Namespace) -> int:
         for name in VECTOR_FILES:
             shutil.move(str(staged / name), str(out_dir / name))
     manifest = {
-        "generator": "python -m conformance.artemis vectors",
+        "generator": "cck artemis vectors",
         "artemis_version": dist.version,
         "artemis_version_reported": summary["artemis_version"],
         "protocol_version": summary["protocol_version"],
@@ -138,10 +139,10 @@ def _count_names(frames: Path) -> int:
     return len(names)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     default, versions = load_versions()
     parser = argparse.ArgumentParser(
-        prog="python -m conformance.artemis",
+        prog=prog or "python -m cck.conformance.artemis",
         description=(
             "Fetch pinned Apache Artemis releases (via mvn, verified by SHA-256, cached outside git in "
             "$CCK_CACHE or ~/.cache/core-conformance-kit) and run the Java tools built on Artemis's own "
@@ -183,13 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """``prog``: the name usage lines give (``cck artemis`` when the ``cck`` command runs this)."""
     try:
-        parser = build_parser()
+        parser = build_parser(prog)
         args = parser.parse_args(argv)
         code: int = args.func(args)
         return code
-    except ArtemisError as exc:
+    except (ArtemisError, MissingFixture) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     except KeyboardInterrupt:

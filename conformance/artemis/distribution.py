@@ -30,6 +30,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from cck.conformance._data import fixture
+
 __all__ = [
     "Artifact",
     "ArtemisError",
@@ -54,7 +56,6 @@ Runner = Callable[..., "subprocess.CompletedProcess[str]"]
 MARKER_NAME = "complete.json"
 MVN_TIMEOUT_S = 900.0
 LOCK_TIMEOUT_S = 1200.0
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class ArtemisError(Exception):
@@ -133,7 +134,7 @@ class Distribution:
 
 
 def default_versions_file() -> Path:
-    return _REPO_ROOT / "fixtures" / "artemis" / "versions.json"
+    return fixture("artemis", "versions.json")  # package data
 
 
 def load_versions(path: Path | None = None) -> tuple[str, dict[str, VersionInfo]]:

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from conformance.artemis.distribution import ArtemisError, Distribution, file_lock
+from cck.conformance._data import fixture
+from cck.conformance.artemis.distribution import ArtemisError, Distribution, file_lock
 
 __all__ = [
     "JAVAC_TIMEOUT_S",
@@ -38,7 +39,6 @@ __all__ = [
 
 MAIN_CLASS = "cck.tools.Main"
 JAVAC_TIMEOUT_S = 300.0
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class ToolError(ArtemisError):
@@ -46,7 +46,7 @@ class ToolError(ArtemisError):
 
 
 def sources_dir() -> Path:
-    return _REPO_ROOT / "fixtures" / "java" / "src"
+    return fixture("java", "src")  # package data: an installed kit compiles the same sources
 
 
 def _sources(src: Path) -> list[Path]:

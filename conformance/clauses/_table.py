@@ -19,7 +19,7 @@ Level = Literal["MUST", "SHOULD", "MAY"]
 LEVELS: tuple[Level, ...] = ("MUST", "SHOULD", "MAY")
 
 #: The kit's own clause table: every ``*.toml`` of this package's data.
-CLAUSE_DIR: Traversable = files(__package__ or "conformance.clauses")
+CLAUSE_DIR: Traversable = files(__package__ or "cck.conformance.clauses")
 
 _REQUIRED = ("id", "level", "source", "text")
 _OPTIONAL = ("implementation", "implementation_source")

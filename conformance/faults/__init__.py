@@ -6,7 +6,7 @@ applied per frame (drop, delay, duplicate by Artemis packet type; cut after N
 confirmable commands; reset during reattach) or per connection (refuse,
 blackhole), and so that every frame is logged with a monotonic timestamp::
 
-    from conformance.faults import Drop, FaultProxy
+    from cck.conformance.faults import Drop, FaultProxy
 
     async with FaultProxy("127.0.0.1", 61616) as proxy:
         connection = await connect(proxy.url)

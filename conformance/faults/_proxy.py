@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
-from codec import DEFAULT_MAX_FRAME_SIZE
+from cck.codec import DEFAULT_MAX_FRAME_SIZE
 
 from ._conn import ProxiedConnection, SideProtocol, reset_transport
 from ._rules import Blackhole, FrameView, Rule, RuleHandle, Verdict, judge, new_handle, on_accept

@@ -22,7 +22,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal
 
-from codec import PacketType
+from cck.codec import PacketType
 
 __all__ = [
     "Action",

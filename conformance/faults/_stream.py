@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from codec import (
+from cck.codec import (
     CURRENT_VERSION,
     DEFAULT_MAX_FRAME_SIZE,
     NEED_DATA,

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from codec import Packet
-from conformance.verdicts import NotObserved
+from cck.codec import Packet
+from cck.conformance.verdicts import NotObserved
 
 from ._rules import Action, Direction
 

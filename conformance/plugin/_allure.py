@@ -6,8 +6,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from conformance.cases import Case
-from conformance.clauses import Clause, is_url
+from cck.conformance.cases import Case
+from cck.conformance.clauses import Clause, is_url
 
 from ._judge import Judgement
 

@@ -10,7 +10,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from conformance.verdicts import Verdict
+from cck.conformance.verdicts import Verdict
 
 __all__ = ["Deviation", "DeviationError", "DEVIATIONS_DIR", "default_deviations_file", "client_deviations_file",
            "load_deviations", "find_deviation"]

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from conformance.clients import ClientUnderTest
-from conformance.evidence import CaseEvidence
-from conformance.targets import ManagedTarget, Target, Topology, make_target
-from conformance.verdicts import Indeterminate, KitError, Unsupported, Verdict
+from cck.conformance.clients import ClientUnderTest
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.targets import ManagedTarget, Target, Topology, make_target
+from cck.conformance.verdicts import Indeterminate, KitError, Unsupported, Verdict
 
 from ._run import VERDICT_KEY
 from ._settings import SETTINGS_KEY, Settings

@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from codec import CURRENT_VERSION
-from conformance.artemis import load_versions
-from conformance.cases import Case
-from conformance.clauses import CLAUSE_DIR, Clause, ClauseError, load_clauses
-from conformance.evidence import EvidenceWriter
-from conformance.evidence.schema import format_timestamp
-from conformance.targets import kit_version, launch_counts
-from conformance.verdicts import Verdict
+from cck.codec import CURRENT_VERSION
+from cck.conformance.artemis import load_versions
+from cck.conformance.cases import Case
+from cck.conformance.clauses import CLAUSE_DIR, Clause, ClauseError, load_clauses
+from cck.conformance.evidence import EvidenceWriter
+from cck.conformance.evidence.schema import format_timestamp
+from cck.conformance.targets import kit_version, launch_counts
+from cck.conformance.verdicts import Verdict
 
 from ._allure import label_case, label_verdict
 from ._deviations import (
@@ -54,7 +54,8 @@ __all__ = [
 ]
 
 #: The kit's conformance suite, run when a conformance option is given without any test path.
-SUITE_DIR = Path(__file__).resolve().parent.parent / "suite"
+#: Not resolved: in a checkout, cck/conformance/suite (collected as cck.conformance.suite.*), not the bare folder.
+SUITE_DIR = Path(__file__).absolute().parent.parent / "suite"
 
 _STARTED_KEY = pytest.StashKey[float]()
 _DURATION_KEY = pytest.StashKey[float]()
@@ -88,7 +89,7 @@ def _check_clause_selection(settings: Settings, clauses: dict[str, Clause]) -> N
         if not any(ch in pattern for ch in "*?[") and pattern not in clauses:
             raise pytest.UsageError(f"--clause: {pattern!r} is not in the clause table "
                                     f"(from {settings.sources.get('clause', 'default')}; "
-                                    "`python -m conformance clauses` lists them)")
+                                    "`cck clauses` lists them)")
 
 
 @pytest.hookimpl(tryfirst=True)  # before allure-pytest's, which reads the allure results directory we may set

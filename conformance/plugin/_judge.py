@@ -24,10 +24,10 @@ from typing import Literal
 
 import pytest
 
-from codec import CodecError, EncodeError
-from conformance.targets import UnsupportedByTarget
-from conformance.verdicts import Indeterminate, Unsupported, Verdict
-from reference.client import ClientError, ObjectClosed
+from cck.codec import CodecError, EncodeError
+from cck.conformance.targets import UnsupportedByTarget
+from cck.conformance.verdicts import Indeterminate, Unsupported, Verdict
+from cck.reference.client import ClientError, ObjectClosed
 
 from ._deviations import Deviation
 

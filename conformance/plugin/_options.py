@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 import pytest
 
-from conformance.clients import ClientUnderTest, parse_client
-from conformance.oracles import DEFAULT_TOLERANCE, Tolerance
-from conformance.targets import TARGET_KINDS, check_url, pinned_artemis_versions
+from cck.conformance.clients import ClientUnderTest, parse_client
+from cck.conformance.oracles import DEFAULT_TOLERANCE, Tolerance
+from cck.conformance.targets import TARGET_KINDS, check_url, pinned_artemis_versions
 
 from ._settings import Settings
 

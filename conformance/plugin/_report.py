@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.verdicts import Verdict
+from cck.conformance.verdicts import Verdict
 
 from ._judge import first_line
 from ._run import RunState, subject_description

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cases import Case
-from conformance.clauses import Clause
-from conformance.evidence import EvidenceWriter
-from conformance.verdicts import Verdict
+from cck.conformance.cases import Case
+from cck.conformance.clauses import Clause
+from cck.conformance.evidence import EvidenceWriter
+from cck.conformance.verdicts import Verdict
 
 from ._deviations import Deviation
 from ._judge import Judgement

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cases import Subject
-from conformance.clients import ClientUnderTest
-from conformance.oracles import DEFAULT_TOLERANCE, Tolerance
+from cck.conformance.cases import Subject
+from cck.conformance.clients import ClientUnderTest
+from cck.conformance.oracles import DEFAULT_TOLERANCE, Tolerance
 
 __all__ = ["Settings", "SETTINGS_KEY"]
 

@@ -1,6 +1,6 @@
 """The conformance suite: one module per case group (run with ``pytest --pyargs conformance.suite``).
 
-Besides the cases, the timing self-check ``python -m conformance timing-check`` runs (:func:`timing_check`)."""
+Besides the cases, the timing self-check ``cck timing-check`` runs (:func:`timing_check`)."""
 
 from __future__ import annotations
 

@@ -16,9 +16,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.artemis.distribution import Distribution
-from conformance.artemis.java_tools import ToolError, compile_java, java_command
-from conformance.verdicts import KitError, NotObserved
+from cck.conformance._data import fixture
+from cck.conformance.artemis.distribution import Distribution
+from cck.conformance.artemis.java_tools import ToolError, compile_java, java_command
+from cck.conformance.verdicts import KitError, NotObserved
 
 from ._kit import signalled
 
@@ -28,11 +29,10 @@ MAIN = "cck.backoff.BackoffClient"
 #: Lines the program prints about itself, not about the client it drives: not seeing them in time is the kit's
 #: problem (a JVM that did not start), not the client's.
 _HARNESS_EVENTS = frozenset({"started", "ready", "closed", "warmed-up"})
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def backoff_sources() -> Path:
-    return _REPO_ROOT / "fixtures" / "java" / "backoff" / "src"
+    return fixture("java", "backoff", "src")  # package data
 
 
 def build_backoff_client(dist: Distribution) -> Path:

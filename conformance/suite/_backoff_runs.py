@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlencode
 
-from conformance.faults import FaultProxy, RefuseConnections
-from conformance.oracles import (
+from cck.conformance.faults import FaultProxy, RefuseConnections
+from cck.conformance.oracles import (
     FIRST_ATTEMPT_REACTION_MS,
     Attempt,
     RetryPolicy,
@@ -33,8 +33,8 @@ from conformance.oracles import (
     expected_initial_connect_schedule,
     expected_reconnect_schedule,
 )
-from conformance.verdicts import NotObserved
-from reference.client import ClientError, ClientSettings, Connection, FailoverEvent, connect
+from cck.conformance.verdicts import NotObserved
+from cck.reference.client import ClientError, ClientSettings, Connection, FailoverEvent, connect
 
 from ._backoff_java import StockClient
 from ._backoff_syn import SynRecord, SynWatch

@@ -6,7 +6,7 @@ case expects (``skew``: 20 % by default, longer and shorter), and runs the backo
 parameter moves furthest outside the case's band; each run is judged against the case's own expectation, exactly as
 the case judges it (one run, no re-run).  A skew is *caught* in a repetition when one of its rows fails.  Which rows
 can catch a skew at all is decided beforehand and without noise: a client keeping the skewed schedule perfectly
-must fall outside the band (:func:`margin` above 1).  ``python -m conformance timing-check`` runs it
+must fall outside the band (:func:`margin` above 1).  ``cck timing-check`` runs it
 (docs/conformance.md, "Timing tolerance").
 """
 
@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from conformance.artemis.distribution import ensure_distribution
-from conformance.cases import Case
-from conformance.clients import ClientUnderTest
-from conformance.oracles import Tolerance, check_schedule
-from conformance.targets import Target, make_target
-from conformance.verdicts import KitError
+from cck.conformance.artemis.distribution import ensure_distribution
+from cck.conformance.cases import Case
+from cck.conformance.clients import ClientUnderTest
+from cck.conformance.oracles import Tolerance, check_schedule
+from cck.conformance.targets import Target, make_target
+from cck.conformance.verdicts import KitError
 
 from ._backoff_java import build_backoff_client
 from ._backoff_runs import Plan, RunOutcome, expected_for, run_kit, run_stock

@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codec import CoreMessage, PropertyType, RoutingType, TypedProperties
-from conformance.plugin import Settings
-from conformance.targets import ManagedTarget, Topology, make_target
-from conformance.verdicts import Indeterminate, NotObserved, Unsupported
-from reference.client import Connection, Consumer, Delivery, Session, connect
+from cck.codec import CoreMessage, PropertyType, RoutingType, TypedProperties
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import ManagedTarget, Topology, make_target
+from cck.conformance.verdicts import Indeterminate, NotObserved, Unsupported
+from cck.reference.client import Connection, Consumer, Delivery, Session, connect
 
 from ._kit import RESTARTING, client_settings, poll, poll_value, unique
 

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from codec import DiscoveryDatagram, encode_discovery
-from codec.scapy import ArtemisDiscovery
-from conformance.verdicts import NotObserved
-from reference.client import Connector, connector_of
-from reference.discovery import open_multicast_receiver
+from cck.codec import DiscoveryDatagram, encode_discovery
+from cck.codec.scapy import ArtemisDiscovery
+from cck.conformance.verdicts import NotObserved
+from cck.reference.client import Connector, connector_of
+from cck.reference.discovery import open_multicast_receiver
 
 from ._kit import signalled
 

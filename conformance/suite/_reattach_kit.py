@@ -16,13 +16,13 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from codec import CoreMessage, Packet, RoutingType, SessionSendMessage
-from conformance.evidence import CaseEvidence
-from conformance.faults import CutAfter, FaultProxy, WireRecord
-from conformance.oracles import History
-from conformance.plugin import Settings
-from conformance.targets import Target
-from reference.client import ClientError, ClientSettings, Connection, FailoverEvent, Producer, Session, connect
+from cck.codec import CoreMessage, Packet, RoutingType, SessionSendMessage
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.faults import CutAfter, FaultProxy, WireRecord
+from cck.conformance.oracles import History
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import Target
+from cck.reference.client import ClientError, ClientSettings, Connection, FailoverEvent, Producer, Session, connect
 
 from ._kit import REATTACHING, client_settings, drain_url, judged, key_of, message, observed, queue_for
 

@@ -15,13 +15,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
-from codec import RoutingType
-from conformance.evidence import CaseEvidence
-from conformance.faults import FaultProxy
-from conformance.oracles import History, check
-from conformance.targets import KILL, RESTART, Node, Target
-from conformance.verdicts import NotObserved
-from reference.client import ClientError, Connection, FailoverEvent, Session, connect
+from cck.codec import RoutingType
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.faults import FaultProxy
+from cck.conformance.oracles import History, check
+from cck.conformance.targets import KILL, RESTART, Node, Target
+from cck.conformance.verdicts import NotObserved
+from cck.reference.client import ClientError, Connection, FailoverEvent, Session, connect
 
 from ._kit import RESTARTING, client_settings, judge_history, poll, restarted, signalled
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from conformance.plugin import Settings
+from cck.conformance.plugin import Settings
 
 from ._cluster_kit import RevivingPool
 

@@ -20,15 +20,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from conformance.artemis.distribution import ensure_distribution
-from conformance.cases import Case, Checks, cases
-from conformance.clients import ClientUnderTest
-from conformance.evidence import CaseEvidence
-from conformance.oracles import RetryPolicy, TimingResult, areverify
-from conformance.plugin import Settings
-from conformance.targets import Target
-from conformance.verdicts import CheckFailed, indeterminate, unsupported
-from reference.client import ClientSettings, parse_locator_url
+from cck.conformance.artemis.distribution import ensure_distribution
+from cck.conformance.cases import Case, Checks, cases
+from cck.conformance.clients import ClientUnderTest
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.oracles import RetryPolicy, TimingResult, areverify
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import Target
+from cck.conformance.verdicts import CheckFailed, indeterminate, unsupported
+from cck.reference.client import ClientSettings, parse_locator_url
 
 from ._backoff_java import build_backoff_client
 from ._backoff_runs import Plan, RunOutcome, expected_for, run_kit, run_stock

@@ -16,13 +16,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from conformance.cases import Case, cases
-from conformance.clients import ClientUnderTest
-from conformance.evidence import CaseEvidence
-from conformance.plugin import Settings
-from conformance.targets import ManagedTarget, Target, Topology, make_target
-from conformance.verdicts import Indeterminate, Unsupported
-from reference.client import (
+from cck.conformance.cases import Case, cases
+from cck.conformance.clients import ClientUnderTest
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import ManagedTarget, Target, Topology, make_target
+from cck.conformance.verdicts import Indeterminate, Unsupported
+from cck.reference.client import (
     FIRST_ELEMENT,
     RANDOM,
     RANDOM_STICKY,

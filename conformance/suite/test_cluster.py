@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from codec import RoutingType
-from conformance.cases import Case, cases
-from conformance.evidence import CaseEvidence
-from conformance.plugin import Settings
-from conformance.targets import AddressSetting, ClusterSpec, SecuritySpec, Topology, User
-from conformance.verdicts import NotObserved
-from reference.client import Connector, Consumer, connect, connector_of
+from cck.codec import RoutingType
+from cck.conformance.cases import Case, cases
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import AddressSetting, ClusterSpec, SecuritySpec, Topology, User
+from cck.conformance.verdicts import NotObserved
+from cck.reference.client import Connector, Consumer, connect, connector_of
 
 from ._cluster_kit import (
     ARRIVE_S,

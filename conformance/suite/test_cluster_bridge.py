@@ -20,13 +20,13 @@ import contextlib
 import dataclasses
 import time
 
-from codec import RoutingType
-from conformance.cases import Case, cases
-from conformance.evidence import CaseEvidence
-from conformance.oracles import RetryPolicy, check_schedule, expected_reconnect_schedule
-from conformance.plugin import Settings
-from conformance.targets import ClusterSpec, Topology
-from conformance.verdicts import NotObserved, unsupported
+from cck.codec import RoutingType
+from cck.conformance.cases import Case, cases
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.oracles import RetryPolicy, check_schedule, expected_reconnect_schedule
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import ClusterSpec, Topology
+from cck.conformance.verdicts import NotObserved, unsupported
 
 from ._backoff_syn import SynRecord, SynWatch, syn_watch_available
 from ._cluster_kit import (

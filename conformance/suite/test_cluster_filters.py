@@ -11,12 +11,12 @@ cluster runs the kit's shared three-node STRICT topology (see ``_cluster_kit``);
 
 from __future__ import annotations
 
-from codec import RoutingType
-from conformance.cases import Case, cases
-from conformance.evidence import CaseEvidence
-from conformance.plugin import Settings
-from conformance.targets import ClusterSpec, Topology
-from reference.client import Consumer
+from cck.codec import RoutingType
+from cck.conformance.cases import Case, cases
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import ClusterSpec, Topology
+from cck.reference.client import Consumer
 
 from ._cluster_kit import ARRIVE_S, FORM_S, NODES, QUIET_S, ClusterClients, ClusterPool, N, barrier, flush
 from ._kit import run, unique

@@ -21,13 +21,13 @@ import asyncio
 import contextlib
 from typing import Any
 
-from codec import DisconnectReason, RoutingType
-from conformance.cases import Case, cases
-from conformance.evidence import CaseEvidence
-from conformance.faults import FaultProxy
-from conformance.plugin import Settings
-from conformance.targets import AddressSetting, ClusterSpec, ManagedTarget, ScaleDownSpec, Topology
-from reference.client import Connector, Consumer, connect, connector_of
+from cck.codec import DisconnectReason, RoutingType
+from cck.conformance.cases import Case, cases
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.faults import FaultProxy
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import AddressSetting, ClusterSpec, ManagedTarget, ScaleDownSpec, Topology
+from cck.reference.client import Connector, Consumer, connect, connector_of
 
 from ._cluster_kit import (
     FORM_S,

@@ -22,15 +22,15 @@ from collections.abc import Callable
 
 import pytest
 
-from codec import CoreMessage, DiscoveryDatagram, RoutingType, TransportConfiguration, encode_discovery
-from conformance.cases import Case, cases
-from conformance.clients import ClientUnderTest
-from conformance.evidence import CaseEvidence
-from conformance.oracles import check_schedule, expected_broadcast_schedule
-from conformance.plugin import Settings
-from conformance.targets import ClusterSpec, ManagedTarget, NodeSpec, Target, Topology
-from reference.client import Connection, Connector, connect, connector_of
-from reference.discovery import open_multicast_sender
+from cck.codec import CoreMessage, DiscoveryDatagram, RoutingType, TransportConfiguration, encode_discovery
+from cck.conformance.cases import Case, cases
+from cck.conformance.clients import ClientUnderTest
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.oracles import check_schedule, expected_broadcast_schedule
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import ClusterSpec, ManagedTarget, NodeSpec, Target, Topology
+from cck.reference.client import Connection, Connector, connect, connector_of
+from cck.reference.discovery import open_multicast_sender
 
 from ._discovery_kit import BroadcastListener, Heard
 from ._kit import RESTARTING, client_settings, restarted, run, signalled

@@ -15,13 +15,13 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from codec import Xid
-from conformance.cases import Case, cases
-from conformance.evidence import CaseEvidence
-from conformance.oracles import History
-from conformance.plugin import Settings
-from conformance.targets import Target
-from reference.client import Connection, Session, XAError, connect
+from cck.codec import Xid
+from cck.conformance.cases import Case, cases
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.oracles import History
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import Target
+from cck.reference.client import Connection, Session, XAError, connect
 
 from ._kit import (
     RECEIVE_S,

@@ -17,14 +17,14 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from codec import Xid
-from conformance.cases import Case, cases
-from conformance.evidence import CaseEvidence
-from conformance.faults import Drop
-from conformance.oracles import History
-from conformance.plugin import Settings
-from conformance.targets import NodeSpec, Target, Topology
-from reference.client import (
+from cck.codec import Xid
+from cck.conformance.cases import Case, cases
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.faults import Drop
+from cck.conformance.oracles import History
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import NodeSpec, Target, Topology
+from cck.reference.client import (
     BrokerRefused,
     ClientError,
     Consumer,

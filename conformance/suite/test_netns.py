@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from codec import RoutingType
-from conformance.cases import Case, cases
-from conformance.evidence import CaseEvidence
-from conformance.plugin import Settings
-from conformance.targets import ClusterSpec, Topology, netns_unavailable
-from conformance.verdicts import unsupported
-from reference.client import connect, connector_of
+from cck.codec import RoutingType
+from cck.conformance.cases import Case, cases
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import ClusterSpec, Topology, netns_unavailable
+from cck.conformance.verdicts import unsupported
+from cck.reference.client import connect, connector_of
 
 from ._cluster_kit import ClusterClients, RevivingPool, barrier
 from ._discovery_kit import BroadcastListener

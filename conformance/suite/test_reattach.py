@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 
-from codec import CreateSessionMessage, ReattachSessionResponseMessage, SessionSendMessage
-from conformance.cases import Case, cases
-from conformance.evidence import CaseEvidence
-from conformance.faults import CutAfter, Drop, ResetDuringReattach, WireRecord
-from conformance.oracles import History
-from conformance.plugin import Settings
-from conformance.targets import CONFIG, NodeSpec, Target, Topology
-from reference.client import Consumer, TransactionRolledBack
+from cck.codec import CreateSessionMessage, ReattachSessionResponseMessage, SessionSendMessage
+from cck.conformance.cases import Case, cases
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.faults import CutAfter, Drop, ResetDuringReattach, WireRecord
+from cck.conformance.oracles import History
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import CONFIG, NodeSpec, Target, Topology
+from cck.reference.client import Consumer, TransactionRolledBack
 
 from ._kit import key_of, message, record_receipt, run
 from ._reattach_kit import (

@@ -13,14 +13,14 @@ for the stock client they are UNSUPPORTED.
 
 from __future__ import annotations
 
-from codec import ReattachSessionResponseMessage, SessionSendMessage
-from conformance.cases import Case, cases
-from conformance.clients import ClientUnderTest
-from conformance.evidence import CaseEvidence
-from conformance.faults import WireRecord
-from conformance.plugin import Settings
-from conformance.targets import Target
-from conformance.verdicts import Indeterminate
+from cck.codec import ReattachSessionResponseMessage, SessionSendMessage
+from cck.conformance.cases import Case, cases
+from cck.conformance.clients import ClientUnderTest
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.faults import WireRecord
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import Target
+from cck.conformance.verdicts import Indeterminate
 
 from ._kit import run
 from ._reattach_kit import confirmable_session_frames, proxied_scenario, send_through_a_cut

@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from codec import PREAMBLE, FrameDecoder, ReattachSessionMessage, ReattachSessionResponseMessage, encode_packet
-from conformance.cases import Case, cases
-from conformance.evidence import CaseEvidence
-from conformance.plugin import Settings
-from conformance.targets import Target
-from conformance.verdicts import CheckFailed
+from cck.codec import PREAMBLE, FrameDecoder, ReattachSessionMessage, ReattachSessionResponseMessage, encode_packet
+from cck.conformance.cases import Case, cases
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import Target
+from cck.conformance.verdicts import CheckFailed
 
 from ._kit import REATTACHING, client_settings, observed, run
 from ._reattach_kit import proxied_scenario

@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from conformance.cases import Case, cases
-from conformance.clients import ClientUnderTest
-from conformance.evidence import CaseEvidence
-from conformance.oracles import History
-from conformance.plugin import Settings
-from conformance.targets import Target
-from reference.client import ClientError, ConnectionFailed, connect
+from cck.conformance.cases import Case, cases
+from cck.conformance.clients import ClientUnderTest
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.oracles import History
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import Target
+from cck.reference.client import ClientError, ConnectionFailed, connect
 
 from ._kit import (
     QUIET_S,

@@ -11,11 +11,11 @@ redelivery empties the queue.
 
 from __future__ import annotations
 
-from conformance.cases import Case, cases
-from conformance.evidence import CaseEvidence
-from conformance.plugin import Settings
-from conformance.targets import Target
-from reference.client import Consumer, Delivery, Session, connect
+from cck.conformance.cases import Case, cases
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import Target
+from cck.reference.client import Consumer, Delivery, Session, connect
 
 from ._kit import RECEIVE_S, RESTARTING, client_settings, key_of, message, observed, poll, queue_for, run
 from ._restart_support import ensure_queue

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from codec import (
+from cck.codec import (
     CreateQueueMessage_V2,
     NullResponseMessage,
     PacketsConfirmedMessage,
@@ -22,13 +22,13 @@ from codec import (
     SessionCloseMessage,
     SessionSendMessage,
 )
-from conformance.cases import Case, cases
-from conformance.clients import ClientUnderTest
-from conformance.evidence import CaseEvidence
-from conformance.faults import Drop, FaultProxy, WireRecord
-from conformance.plugin import Settings
-from conformance.targets import Target
-from reference.client import BrokerRefused
+from cck.conformance.cases import Case, cases
+from cck.conformance.clients import ClientUnderTest
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.faults import Drop, FaultProxy, WireRecord
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import Target
+from cck.reference.client import BrokerRefused
 
 from ._kit import key_of, run
 from ._reattach_kit import (

@@ -9,7 +9,7 @@ by the template in ``fixtures/brokers/`` (the same file for either broker), and 
 kill and restart their nodes.  A case needing that calls ``target.require(KILL)``; a target that
 lacks it raises :class:`UnsupportedByTarget`, which the suite reports as UNSUPPORTED::
 
-    from conformance.targets import Topology, make_target
+    from cck.conformance.targets import Topology, make_target
 
     with make_target("reference", workdir=tmp_path, topology=Topology()) as target:
         node = target.nodes[0]

@@ -15,7 +15,7 @@ import re
 import threading
 from pathlib import Path
 
-from conformance.artemis.distribution import ArtemisError, Distribution, ensure_distribution, load_versions
+from cck.conformance.artemis.distribution import ArtemisError, Distribution, ensure_distribution, load_versions
 
 from ._artemis_launch import FAST_START_JAVA_ARGS, LaunchError, LaunchKit, instantiate, prepare_launch_kit
 from ._base import STOP_DEADLINE_S, ManagedNode, ManagedTarget

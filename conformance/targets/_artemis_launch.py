@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.artemis.distribution import Distribution, file_lock
+from cck.conformance.artemis.distribution import Distribution, file_lock
 
 from ._process import BrokerProcess, ExitedEarly, NotReady, count_launch, free_ports
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import jinja2
 from lxml import etree
 
+from cck.conformance._data import fixture
+
 from ._topology import NodeSpec, SecuritySpec, Topology
 
 __all__ = [
@@ -26,7 +28,8 @@ __all__ = [
     "write_etc",
 ]
 
-TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "brokers"
+#: fixtures/brokers: package data, so an installed kit renders the same template
+TEMPLATE_DIR = fixture("brokers")
 BROKER_TEMPLATE = "broker.xml.j2"
 USERS_FILE = "artemis-users.properties"
 ROLES_FILE = "artemis-roles.properties"

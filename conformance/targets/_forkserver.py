@@ -3,7 +3,7 @@
 A run starts the reference broker over a hundred times (every restart of a node is one), and most of each start is
 Python importing the broker (the codec builds its packet formats at import): about 0.4 s of the 0.5 s a start
 takes.  So the kit starts one *fork server* per run, which imports ``reference.__main__`` once and forks a child
-for each broker start.  The child is the broker a ``python -m reference ...`` process would be: its own process
+for each broker start.  The child is the broker a ``python -m cck.reference ...`` process would be: its own process
 group (the kit signals it by group as before), its own working directory, environment and arguments, its
 output on a pipe the kit reads, the same ``main()``; only the import is shared.
 
@@ -67,7 +67,7 @@ class ForkServer:
     """The kit's side: starts the server on first use, sends start requests, hands exit statuses to their
     :class:`ForkedProcess`."""
 
-    def __init__(self, env: Mapping[str, str], module: str = "reference") -> None:
+    def __init__(self, env: Mapping[str, str], module: str = "cck.reference") -> None:
         self.module = module
         self._env = dict(env)
         self._lock = threading.Lock()
@@ -97,7 +97,7 @@ class ForkServer:
             return self._sock
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = dict(self._env, PYTHONUNBUFFERED="1")
-        code = f"from conformance.targets._forkserver import serve; serve({theirs.fileno()}, {self.module!r})"
+        code = f"from cck.conformance.targets._forkserver import serve; serve({theirs.fileno()}, {self.module!r})"
         self._process = subprocess.Popen(
             [sys.executable, "-c", code], env=env, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=None, start_new_session=True)  # fmt: skip
@@ -221,7 +221,7 @@ _servers: dict[tuple[str, str], ForkServer] = {}
 _servers_lock = threading.Lock()
 
 
-def fork_server(env: Mapping[str, str], module: str = "reference") -> ForkServer:
+def fork_server(env: Mapping[str, str], module: str = "cck.reference") -> ForkServer:
     """The interpreter's fork server for ``module`` with the import path of ``env`` (one per run, made on first
     use, stopped at exit)."""
     key = (module, env.get("PYTHONPATH", ""))

@@ -1,4 +1,4 @@
-"""The kit's reference broker as a target: ``python -m reference broker`` per node, configured by
+"""The kit's reference broker as a target: ``cck broker`` per node, configured by
 the same broker.xml (and security files) Artemis would get."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import re
 import sys
 from pathlib import Path
 
-import reference
-from codec import CURRENT_VERSION
+import cck
+from cck.codec import CURRENT_VERSION
 
 from ._base import STOP_DEADLINE_S, ManagedNode, ManagedTarget
 from ._config import write_etc
@@ -22,7 +22,8 @@ __all__ = ["REFERENCE_START_DEADLINE_S", "ReferenceNode", "ReferenceTarget", "ki
 
 REFERENCE_START_DEADLINE_S = 30.0
 _PACKAGE = "core-conformance-kit"
-_SOURCE_ROOT = Path(reference.__file__).resolve().parents[1]
+#: The directory holding the ``cck`` package (a checkout, a copy of one, or site-packages).
+_SOURCE_ROOT = Path(cck.__file__).absolute().parents[1]
 
 
 def kit_version() -> str:
@@ -50,11 +51,11 @@ class ReferenceNode(ManagedNode):
 
     def _argv(self) -> list[str]:
         assert self.spec.data_dir is not None
-        return [sys.executable, "-m", "reference", "broker", "--config", str(self.etc / "broker.xml"),
+        return [sys.executable, "-m", "cck.reference", "broker", "--config", str(self.etc / "broker.xml"),
                 "--data", str(self.spec.data_dir), "--log-level", self.log_level]
 
     def _env(self) -> dict[str, str]:
-        # the broker runs from node_dir: put the directory holding the reference package first on
+        # the broker runs from node_dir: put the directory holding the cck package first on
         # its path, so a source checkout that was never installed works as well as an install
         path = [str(_SOURCE_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
         return dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(path))

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from codec import CoreMessage, PropertyType, PropertyValue, TransportConfiguration, TypedProperties
+from cck.codec import CoreMessage, PropertyType, PropertyValue, TransportConfiguration, TypedProperties
 
 from ._model import Queue, stable_id
 from ._selector import compile_selector
@@ -48,7 +48,7 @@ __all__ = [
     "stable_id",
 ]
 
-LOG = logging.getLogger("reference.cluster")
+LOG = logging.getLogger("cck.reference.cluster")
 
 NOTIFICATIONS_ADDRESS = "activemq.notifications"
 MANAGEMENT_ADDRESS = "activemq.management"

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from codec import (
+from cck.codec import (
     CoreMessage,
     ExceptionType,
     PropertyType,
@@ -54,7 +54,7 @@ MemberJoined = Callable[[str, TransportConfiguration | None], None]
 
 __all__ = ["ClusterHooks", "bridge_dup_id", "forwardable"]
 
-LOG = logging.getLogger("reference.cluster")
+LOG = logging.getLogger("cck.reference.cluster")
 
 
 def bridge_dup_id(node_id: str, message_id: int) -> bytes:

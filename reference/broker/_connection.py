@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from codec import FrameDecoder
+from cck.codec import FrameDecoder
 
 from ._session import Session
 

@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from codec import (
+from cck.codec import (
     CURRENT_VERSION,
     ActiveMQExceptionMessage,
     CodecError,
@@ -60,7 +60,7 @@ from ._xa import XAHandlers
 
 __all__ = ["BrokerCore", "BrokerSettings"]
 
-LOG = logging.getLogger("reference.broker")
+LOG = logging.getLogger("cck.reference.broker")
 
 FIRST_SESSION_CHANNEL = 10
 

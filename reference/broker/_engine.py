@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from codec import CoreMessage, ExceptionType, PropertyType, RoutingType, SessionReceiveMessage, TypedProperties
+from cck.codec import CoreMessage, ExceptionType, PropertyType, RoutingType, SessionReceiveMessage, TypedProperties
 
 from ._errors import BrokerError
 from ._model import ROUTING_TYPE_KEY, Address, MessageRef, PostOffice, Queue
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FORCED_DELIVERY_KEY", "DeliveryEngine", "check_filter"]
 
-LOG = logging.getLogger("reference.broker")
+LOG = logging.getLogger("cck.reference.broker")
 
 #: Property of the marker a forced delivery ends with (notes §5.2).
 FORCED_DELIVERY_KEY = "_hornetq.forced.delivery.seq"

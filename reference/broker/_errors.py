@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from codec import ExceptionType
+from cck.codec import ExceptionType
 
 __all__ = ["BrokerError"]
 

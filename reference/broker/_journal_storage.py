@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codec import CoreMessage, Xid, decode_message, decode_xid, encode_message, encode_xid
+from cck.codec import CoreMessage, Xid, decode_message, decode_xid, encode_message, encode_xid
 
 from ._model import Address, MessageRef, PostOffice, Queue
 from ._session import Transaction
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ._cluster_hooks import ClusterHooks
     from ._transactions import Transactions
 
-LOG = logging.getLogger("reference.journal")
+LOG = logging.getLogger("cck.reference.journal")
 
 __all__ = ["ADDRESS", "DUP_ID", "MESSAGE", "QUEUE", "REF", "REF_COUNTED", "JournalStorage", "RecoveryReport"]
 

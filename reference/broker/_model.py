@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from codec import CoreMessage, RoutingType
+from cck.codec import CoreMessage, RoutingType
 
 from ._selector import compile_selector
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from codec import CURRENT_VERSION, ActiveMQExceptionMessage, Packet, PacketsConfirmedMessage, encode_packet
+from cck.codec import CURRENT_VERSION, ActiveMQExceptionMessage, Packet, PacketsConfirmedMessage, encode_packet
 
 from ._connection import Connection
 from ._session import Session

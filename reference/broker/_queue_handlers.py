@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from codec import (
+from cck.codec import (
     CreateAddressMessage,
     CreateQueueMessage,
     CreateQueueMessage_V2,

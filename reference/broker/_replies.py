@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codec import (
+from cck.codec import (
     NullResponseMessage,
     Packet,
     RoutingType,

@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from codec import CoreMessage
+from cck.codec import CoreMessage
 
 __all__ = ["Selector", "SelectorError", "compile_selector"]
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from codec import CoreMessage, ExceptionType, Xid
+from cck.codec import CoreMessage, ExceptionType, Xid
 
 from .._window import ReceiveWindow, SendWindow
 from ._errors import BrokerError

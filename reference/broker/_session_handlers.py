@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from codec import (
+from cck.codec import (
     ActiveMQExceptionMessage,
     CreateProducerMessage,
     ExceptionType,
@@ -64,7 +64,7 @@ from ._xa import XA_ANSWERED, XAHandlers
 
 __all__ = ["SessionHandlers", "wants_reply"]
 
-LOG = logging.getLogger("reference.broker")
+LOG = logging.getLogger("cck.reference.broker")
 
 Handler = Callable[[Session, Any], Packet | None]
 

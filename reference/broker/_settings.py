@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from codec import CURRENT_VERSION
+from cck.codec import CURRENT_VERSION
 
 from ._cluster import ClusterRole
 

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from codec import (
+from cck.codec import (
     COMPATIBLE_VERSIONS,
     ActiveMQExceptionMessage,
     CheckFailoverMessage,
@@ -34,7 +34,7 @@ from ._topology import PING_CHANNEL, Topology
 
 __all__ = ["PING_CHANNEL", "SESSION_SETUP_CHANNEL", "ConnectionHandlers"]
 
-LOG = logging.getLogger("reference.broker")
+LOG = logging.getLogger("cck.reference.broker")
 
 #: Channel 1 carries session creation and reattach.
 SESSION_SETUP_CHANNEL = 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from codec import CoreMessage, Xid
+from cck.codec import CoreMessage, Xid
 
 from ._model import Address, MessageRef, Queue
 

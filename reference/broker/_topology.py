@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from codec import (
+from cck.codec import (
     ClusterTopologyChangeMessage,
     ClusterTopologyChangeMessage_V2,
     ClusterTopologyChangeMessage_V4,

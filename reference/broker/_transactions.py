@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from codec import Xid
+from cck.codec import Xid
 
 from ._engine import DeliveryEngine
 from ._model import PostOffice
@@ -22,7 +22,7 @@ from ._storage import Storage
 
 __all__ = ["TIMED_OUT", "Transactions"]
 
-LOG = logging.getLogger("reference.broker")
+LOG = logging.getLogger("cck.reference.broker")
 
 TIMED_OUT = "AMQ229229: transaction timed out"
 

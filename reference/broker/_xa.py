@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from codec import (
+from cck.codec import (
     ExceptionType,
     Packet,
     SessionXAAfterFailedMessage,
@@ -42,7 +42,7 @@ from ._transactions import TIMED_OUT, Transactions
 
 __all__ = ["XA_ANSWERED", "XAHandlers"]
 
-LOG = logging.getLogger("reference.broker")
+LOG = logging.getLogger("cck.reference.broker")
 
 XA_OK = 0
 XA_RBROLLBACK = 100

@@ -25,7 +25,7 @@ import random
 from collections.abc import Callable
 from types import TracebackType
 
-from codec import Packet
+from cck.codec import Packet
 
 from .._clock import monotonic_ms
 from ._aio_session import Consumer, Producer, Session, awaitable
@@ -50,7 +50,7 @@ from ._locator import Connector, LocatorURL, parse_locator_url
 from ._session_channel import SessionOptions, fresh_session_name
 from ._settings import ClientSettings
 
-LOG = logging.getLogger("reference.client")
+LOG = logging.getLogger("cck.reference.client")
 
 __all__ = ["Connection", "Consumer", "FailoverEvent", "Producer", "ServerLocator", "Session", "connect"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from codec import (
+from cck.codec import (
     CoreMessage,
     Packet,
     RoutingType,

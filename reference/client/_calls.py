@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from codec import ActiveMQExceptionMessage, Packet, SessionXAResponseMessage
+from cck.codec import ActiveMQExceptionMessage, Packet, SessionXAResponseMessage
 
 from ._errors import BrokerRefused, CallTimeout, ClientError, ProtocolViolation, XAError
 

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from codec import (
+from cck.codec import (
     PREAMBLE,
     ActiveMQExceptionMessage,
     ClusterTopologyChangeMessage,
@@ -44,7 +44,7 @@ from codec import (
     TransportConfiguration,
     encode_packet,
 )
-from codec import Frame as CodecFrame
+from cck.codec import Frame as CodecFrame
 
 from ._calls import Call, CallQueue
 from ._errors import BrokerRefused, CallTimeout, ClientError, ConnectionFailed, ProtocolViolation
@@ -54,7 +54,7 @@ from ._settings import ClientSettings
 
 __all__ = ["ClientConnectionCore", "TopologyMember"]
 
-LOG = logging.getLogger("reference.client")
+LOG = logging.getLogger("cck.reference.client")
 
 PING_CHANNEL = 0
 SESSION_SETUP_CHANNEL = 1

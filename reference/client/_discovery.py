@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from codec import ExceptionType
+from cck.codec import ExceptionType
 
 from .._clock import monotonic_ms
 from ..discovery import (
@@ -35,7 +35,7 @@ from ..discovery import (
 from ._errors import ConnectionFailed
 from ._locator import Connector, DiscoveryEndpoint, connector_of
 
-LOG = logging.getLogger("reference.client.discovery")
+LOG = logging.getLogger("cck.reference.client.discovery")
 
 __all__ = ["DiscoveryReceiver", "connector_of", "discover"]
 

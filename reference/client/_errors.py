@@ -3,7 +3,7 @@ refusals, carries the ``ActiveMQExceptionType`` code the broker sent."""
 
 from __future__ import annotations
 
-from codec import ExceptionType
+from cck.codec import ExceptionType
 
 __all__ = [
     "BrokerRefused",

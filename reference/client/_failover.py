@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
-from codec import CreateSessionResponseMessage, ReattachSessionResponseMessage
+from cck.codec import CreateSessionResponseMessage, ReattachSessionResponseMessage
 
 from ._balance import Balancer, InitialConnect
 from ._calls import Call
@@ -60,7 +60,7 @@ from ._settings import ClientSettings
 
 __all__ = ["Failover"]
 
-LOG = logging.getLogger("reference.client")
+LOG = logging.getLogger("cck.reference.client")
 
 
 class Failover:

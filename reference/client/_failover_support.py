@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from codec import ExceptionType
+from cck.codec import ExceptionType
 
 from ._balance import Balancer
 from ._connection import TopologyMember
@@ -14,7 +14,7 @@ from ._locator import Connector, connector_of
 
 __all__ = ["balance_topology", "connect_gave_up", "reconnection_gave_up"]
 
-LOG = logging.getLogger("reference.client")
+LOG = logging.getLogger("cck.reference.client")
 
 
 def _reason(error: ClientError) -> str:

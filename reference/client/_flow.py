@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from codec import CoreMessage, ExceptionType, SessionConsumerFlowCreditMessage, SessionRequestProducerCreditsMessage
+from cck.codec import CoreMessage, ExceptionType, SessionConsumerFlowCreditMessage, SessionRequestProducerCreditsMessage
 
 from ._errors import BrokerRefused
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
 from urllib.parse import unquote_plus
 
-from codec import TransportConfiguration
+from cck.codec import TransportConfiguration
 
 from ._settings import ClientSettings, _camel
 

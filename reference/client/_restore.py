@@ -9,7 +9,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from codec import CreateSessionResponseMessage, Packet, ReattachSessionResponseMessage
+from cck.codec import CreateSessionResponseMessage, Packet, ReattachSessionResponseMessage
 
 from ._calls import Call
 from ._connection import ClientConnectionCore

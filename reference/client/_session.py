@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from codec import (
+from cck.codec import (
     ARTEMIS_2_28_0_VERSION,
     CoreMessage,
     CreateProducerMessage,
@@ -44,7 +44,7 @@ from codec import (
     SessionStart,
     SessionXAAfterFailedMessage,
 )
-from codec import Frame as CodecFrame
+from cck.codec import Frame as CodecFrame
 
 from ._calls import Call
 from ._errors import ClientError, FailoverInterrupted, ObjectClosed, ProtocolViolation, TransactionRolledBack

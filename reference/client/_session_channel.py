@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from codec import (
+from cck.codec import (
     NullResponseMessage,
     Packet,
     PacketsConfirmedMessage,

@@ -3,7 +3,7 @@ their buffers, acknowledgements, start and stop, and the broker closing a consum
 
 from __future__ import annotations
 
-from codec import (
+from cck.codec import (
     DisconnectConsumerMessage,
     Packet,
     SessionAcknowledgeMessage,

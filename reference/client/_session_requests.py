@@ -3,7 +3,7 @@ the call its answer resolves."""
 
 from __future__ import annotations
 
-from codec import (
+from cck.codec import (
     CreateAddressMessage,
     CreateQueueMessage_V2,
     CreateSharedQueueMessage_V2,

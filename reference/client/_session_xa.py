@@ -4,7 +4,7 @@ associated with (``active_xid``): a recreated session reports it failed (``SESS_
 
 from __future__ import annotations
 
-from codec import (
+from cck.codec import (
     SessionXAAfterFailedMessage,
     SessionXACommitMessage,
     SessionXAEndMessage,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from codec import CURRENT_VERSION
+from cck.codec import CURRENT_VERSION
 
 from ._balance import ROUND_ROBIN, check_policy_class_name
 

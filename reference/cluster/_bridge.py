@@ -27,7 +27,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from codec import ExceptionType, PropertyValue, RoutingType, TransportConfiguration
+from cck.codec import ExceptionType, PropertyValue, RoutingType, TransportConfiguration
 
 from ..broker import NOTIFICATIONS_ADDRESS, ClusterHooks, ClusterRole, LoadBalancing, forwardable, queue_info_request
 from ..client import (
@@ -48,7 +48,7 @@ from ._udp import UdpGroups
 
 __all__ = ["Bridge", "ClusterManager", "Peer", "cluster_role", "identify", "retry_delays", "start_cluster"]
 
-LOG = logging.getLogger("reference.cluster")
+LOG = logging.getLogger("cck.reference.cluster")
 #: how long a receive waits before the bridge looks at its connections again
 _RECEIVE_S = 1.0
 

@@ -23,7 +23,7 @@ import dataclasses
 import logging
 from collections.abc import Iterable
 
-from codec import ExceptionType, PropertyType, TypedProperties
+from cck.codec import ExceptionType, PropertyType, TypedProperties
 
 from .._server import BrokerServer
 from ..broker import (
@@ -44,7 +44,7 @@ from ._udp import UdpGroups
 
 __all__ = ["scale_down"]
 
-LOG = logging.getLogger("reference.cluster")
+LOG = logging.getLogger("cck.reference.cluster")
 
 
 def _candidates(config: BrokerConfig, core: BrokerCore, udp: UdpGroups) -> list[Peer]:

@@ -43,7 +43,7 @@ from ..discovery import (
 
 __all__ = ["BroadcastEndpoint", "DiscoveryEndpoint", "DiscoveryListener", "UdpGroups", "monotonic_ms"]
 
-LOG = logging.getLogger("reference.cluster")
+LOG = logging.getLogger("cck.reference.cluster")
 
 #: Called with every entry of the table when a node appeared or expired (Artemis's
 #: ``DiscoveryListener.connectorsChanged``).

@@ -7,7 +7,7 @@ and the users and roles files beside it become its ``login``; :class:`SecurityMo
 ``BrokerConfig.warnings`` as :class:`ConfigWarning` (path, element, message); anything it cannot
 start with raises :class:`ConfigError` naming file, line and element::
 
-    from reference.config import load_config, SecurityModel, Permission
+    from cck.reference.config import load_config, SecurityModel, Permission
 
     config = load_config("instance/etc/broker.xml", properties={"port": "61617"})
     for w in config.warnings:

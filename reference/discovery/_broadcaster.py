@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from codec import DiscoveryDatagram, TransportConfiguration, encode_discovery
+from cck.codec import DiscoveryDatagram, TransportConfiguration, encode_discovery
 
 __all__ = ["Broadcaster"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from codec import TransportConfiguration, TransportParam, TransportParamType
+from cck.codec import TransportConfiguration, TransportParam, TransportParamType
 
 from ..config import Connector
 

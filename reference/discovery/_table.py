@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import ClassVar
 
-from codec import CodecError, TransportConfiguration, decode_discovery
+from cck.codec import CodecError, TransportConfiguration, decode_discovery
 
 __all__ = [
     "ConnectorChanged",

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from codec import PACKET_CLASSES, Packet, PacketType, decode_frame, encode_packet
-from conformance.artemis.distribution import ensure_distribution
-from conformance.artemis.java_tools import build_tools, run_tool
+from cck.codec import PACKET_CLASSES, Packet, PacketType, decode_frame, encode_packet
+from cck.conformance.artemis.distribution import ensure_distribution
+from cck.conformance.artemis.java_tools import build_tools, run_tool
 
 from ..codec.jsonform import normalise, to_json
 from ..codec.strategies import packets_of

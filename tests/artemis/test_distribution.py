@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from conformance.artemis import distribution as d
-from conformance.artemis.__main__ import main as cli_main
+from cck.conformance.artemis import distribution as d
+from cck.conformance.artemis.__main__ import main as cli_main
 
 VERSION = "9.8.7"
 

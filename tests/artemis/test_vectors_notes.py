@@ -1,7 +1,7 @@
 """The checked-in vectors (made by Artemis 2.44.0's own classes) agree with the hex in the protocol notes §16.
 
 Fast and offline: it only reads fixtures/vectors/*.jsonl.  Regenerate the vectors with
-``python -m conformance.artemis vectors``.
+``cck artemis vectors``.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ def test_smoke_run_agrees_and_writes_json(tmp_path: Path) -> None:
 
 def test_duckdb_query_agrees_with_the_plan_on_every_anomaly(tmp_path: Path) -> None:
     """Without Spark: the SQL baseline finds exactly what the generator planted, at high rates."""
-    from reports._synth import Rates, write_evidence
+    from cck.reports._synth import Rates, write_evidence
 
     synthesis = write_evidence(tmp_path / "evidence", runs=2, events=4000, seed=9,
                                rates=Rates(lost=0.05, duplicated=0.05, out_of_order=0.05, unexpected=0.05),

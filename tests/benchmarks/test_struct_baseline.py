@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-import codec
 from benchmarks import codec_bench
 from benchmarks import struct_baseline as baseline
 from benchmarks.frame_sets import SET_NAMES, VERSION, FrameSet, build_sets
-from codec import (
+from cck import codec
+from cck.codec import (
     CoreMessage,
     NullResponseMessage,
     PacketsConfirmedMessage,
@@ -31,7 +31,7 @@ from codec import (
     SessionSendMessage,
     TypedProperties,
 )
-from codec._packets._base import Packet
+from cck.codec._packets._base import Packet
 
 SETS = build_sets(size=60)
 

@@ -13,7 +13,7 @@ import enum
 import struct
 from typing import Any
 
-from codec import (
+from cck.codec import (
     CoreMessage,
     DiscoveryDatagram,
     Packet,

@@ -9,7 +9,7 @@ from typing import Any
 from construct import Computed, IfThenElse, Pass, Renamed, Struct
 from hypothesis import strategies as st
 
-from codec import (
+from cck.codec import (
     PACKET_CLASSES,
     CoreMessage,
     ExceptionType,
@@ -19,11 +19,11 @@ from codec import (
     TypedProperties,
     Xid,
 )
-from codec import _primitives as p
-from codec._constants import TransportParamType
-from codec._format import DataclassAdapter, Since, Tail, Trailing
-from codec._packets import messages as m
-from codec._structures import (
+from cck.codec import _primitives as p
+from cck.codec._constants import TransportParamType
+from cck.codec._format import DataclassAdapter, Since, Tail, Trailing
+from cck.codec._packets import messages as m
+from cck.codec._structures import (
     MESSAGE_HEADERS_ONLY,
     TRANSPORT_CONFIGURATION,
     TYPED_PROPERTIES,

@@ -1,5 +1,5 @@
 """Vectors written by Artemis 2.44.0's own classes (fixtures/vectors, regenerated
-by ``python -m conformance.artemis vectors``): the codec decodes each to the
+by ``cck artemis vectors``): the codec decodes each to the
 recorded fields and encodes those fields back to the same bytes."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from codec import PACKET_CLASSES, MalformedFrame, decode_discovery, decode_frame, encode_discovery, encode_packet
-from codec import _primitives as p
-from codec._format import build_format, parse_format
-from codec._structures import MESSAGE, TRANSPORT_CONFIGURATION, TYPED_PROPERTIES, XID
+from cck.codec import PACKET_CLASSES, MalformedFrame, decode_discovery, decode_frame, encode_discovery, encode_packet
+from cck.codec import _primitives as p
+from cck.codec._format import build_format, parse_format
+from cck.codec._structures import MESSAGE, TRANSPORT_CONFIGURATION, TYPED_PROPERTIES, XID
 
 from .jsonform import normalise, to_json
 

@@ -38,8 +38,8 @@ from scapy.sendrecv import AsyncSniffer, sniff
 from scapy.sessions import TCPSession
 from scapy.utils import rdpcap, wrpcap
 
-from codec import ClusterTopologyChangeMessage_V4, CreateSessionMessage_V2, PacketType
-from codec.scapy import (
+from cck.codec import ClusterTopologyChangeMessage_V4, CreateSessionMessage_V2, PacketType
+from cck.codec.scapy import (
     ArtemisDiscovery,
     ArtemisIncomplete,
     ArtemisMalformedFrame,
@@ -277,7 +277,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     if os.geteuid() != 0:
         pytest.skip("sniffing lo needs root (CAP_NET_RAW)")
-    from conformance.artemis import ensure_distribution
+    from cck.conformance.artemis import ensure_distribution
 
     dist = ensure_distribution()
     if shutil.which("java") is None and "JAVA_HOME" not in os.environ:

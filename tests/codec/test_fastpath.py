@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codec import (
+from cck.codec import (
     CodecError,
     NullResponseMessage,
     PacketsConfirmedMessage,
@@ -21,9 +21,9 @@ from codec import (
     encode_body,
     encode_packet,
 )
-from codec import _fastpath as fast
-from codec._constants import COMPATIBLE_VERSIONS
-from codec._format import field_values, parse_format
+from cck.codec import _fastpath as fast
+from cck.codec._constants import COMPATIBLE_VERSIONS
+from cck.codec._format import field_values, parse_format
 
 from .strategies import packets_of
 
@@ -83,7 +83,7 @@ def test_fast_path_accepts_only_what_the_format_accepts(
 
 
 def test_fast_encoder_defers_unrepresentable_values_to_the_format() -> None:
-    from codec import CoreMessage, EncodeError, PropertyType, TypedProperties
+    from cck.codec import CoreMessage, EncodeError, PropertyType, TypedProperties
 
     bad = CoreMessage(properties=TypedProperties.typed(("x", PropertyType.INT, 2**40)))
     assert fast.encode_send(SessionSendMessage(bad), 136) is None
@@ -95,8 +95,8 @@ def test_fast_encoder_defers_unrepresentable_values_to_the_format() -> None:
 @SETTINGS
 @given(data=st.data())
 def test_stored_message_encoding_matches_the_format(data: st.DataObject) -> None:
-    from codec import decode_message, encode_message
-    from codec._structures import encode_message as encode_with_format
+    from cck.codec import decode_message, encode_message
+    from cck.codec._structures import encode_message as encode_with_format
 
     from .strategies import core_messages
 

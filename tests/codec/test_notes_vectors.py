@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from codec import (
+from cck.codec import (
     ActiveMQExceptionMessage,
     ClusterTopologyChangeMessage_V4,
     CoreMessage,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codec import (
+from cck.codec import (
     PACKET_CLASSES,
     CodecError,
     FrameDecoder,
@@ -20,7 +20,7 @@ from codec import (
     decode_frame,
     encode_packet,
 )
-from codec._constants import COMPATIBLE_VERSIONS
+from cck.codec._constants import COMPATIBLE_VERSIONS
 
 from .strategies import packets_of
 

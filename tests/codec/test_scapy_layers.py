@@ -17,7 +17,7 @@ from scapy.sendrecv import sniff
 from scapy.sessions import TCPSession
 from scapy.utils import rdpcap, wrpcap
 
-from codec import (
+from cck.codec import (
     PREAMBLE,
     CodecError,
     CoreMessage,
@@ -37,7 +37,7 @@ from codec import (
     encode_discovery,
     encode_packet,
 )
-from codec.scapy import (
+from cck.codec.scapy import (
     BODY_LAYERS,
     ArtemisCore,
     ArtemisDiscovery,

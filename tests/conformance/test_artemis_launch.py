@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.artemis.distribution import Distribution
-from conformance.targets import _artemis_launch as launch
-from conformance.targets._artemis_launch import LaunchKit, instantiate, prepare_launch_kit
+from cck.conformance.artemis.distribution import Distribution
+from cck.conformance.targets import _artemis_launch as launch
+from cck.conformance.targets._artemis_launch import LaunchKit, instantiate, prepare_launch_kit
 
 
 def _fake_template(root: Path, instance: Path, data: Path) -> Path:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.plugin._deviations import DeviationError, load_deviations
-from conformance.plugin._hooks import _apply_deviation
-from conformance.plugin._judge import Judgement
-from conformance.verdicts import Verdict
+from cck.conformance.plugin._deviations import DeviationError, load_deviations
+from cck.conformance.plugin._hooks import _apply_deviation
+from cck.conformance.plugin._judge import Judgement
+from cck.conformance.verdicts import Verdict
 
 
 def _file(tmp_path: Path, extra: str) -> Path:

@@ -8,9 +8,9 @@ import json
 import sys
 from pathlib import Path
 
-from conformance.evidence import CaseEvidence, EvidenceWriter, case_rows, schema
-from conformance.faults._wirelog import AttemptRecord, WireRecord
-from conformance.oracles import Attempt, History, Tolerance, check, check_schedule, reverify
+from cck.conformance.evidence import CaseEvidence, EvidenceWriter, case_rows, schema
+from cck.conformance.faults._wirelog import AttemptRecord, WireRecord
+from cck.conformance.oracles import Attempt, History, Tolerance, check, check_schedule, reverify
 
 
 def _evidence() -> CaseEvidence:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from codec import (
+from cck.codec import (
     PREAMBLE,
     CoreMessage,
     PacketsConfirmedMessage,
@@ -25,7 +25,7 @@ from codec import (
     encode_packet,
     raw,
 )
-from conformance.faults import (
+from cck.conformance.faults import (
     RAW,
     Blackhole,
     CutAfter,
@@ -38,11 +38,11 @@ from conformance.faults import (
     ResetDuringReattach,
     WireRecord,
 )
-from conformance.faults._rules import FrameView, judge, new_handle
-from conformance.faults._stream import FrameSplitter
-from reference._server import BrokerServer
-from reference.broker import BrokerCore, BrokerSettings
-from reference.client import CallTimeout, ClientError, ClientSettings, Connection, connect
+from cck.conformance.faults._rules import FrameView, judge, new_handle
+from cck.conformance.faults._stream import FrameSplitter
+from cck.reference._server import BrokerServer
+from cck.reference.broker import BrokerCore, BrokerSettings
+from cck.reference.client import CallTimeout, ClientError, ClientSettings, Connection, connect
 
 SCENARIO_DEADLINE_S = 30.0
 WAIT_S = 5.0

@@ -9,9 +9,9 @@ import socket
 import sys
 from pathlib import Path
 
-from conformance.targets import ReferenceTarget, Topology
-from conformance.targets._forkserver import ORPHAN_EXIT_CODE, ForkedProcess, ForkServer, fork_server
-from conformance.targets._process import BrokerProcess
+from cck.conformance.targets import ReferenceTarget, Topology
+from cck.conformance.targets._forkserver import ORPHAN_EXIT_CODE, ForkedProcess, ForkServer, fork_server
+from cck.conformance.targets._process import BrokerProcess
 
 
 def _answers(url: str) -> bool:
@@ -50,9 +50,9 @@ def test_a_node_can_opt_out_and_other_commands_are_not_forked(tmp_path: Path) ->
         assert not isinstance(process.popen, ForkedProcess)
         assert _answers(target.url)
     server = fork_server({})
-    assert server.handles([sys.executable, "-m", "reference", "broker"])
-    assert not server.handles(["ip", "netns", "exec", "node0", sys.executable, "-m", "reference", "broker"])
-    assert not server.handles([sys.executable, "-m", "conformance", "run"])
+    assert server.handles([sys.executable, "-m", "cck.reference", "broker"])
+    assert not server.handles(["ip", "netns", "exec", "node0", sys.executable, "-m", "cck.reference", "broker"])
+    assert not server.handles([sys.executable, "-m", "cck.conformance", "run"])
 
 
 THREADED = '''

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from codec import EncodeError, MalformedFrame
-from conformance.plugin._judge import Judgement, cause_of, judge_phase, judge_teardown, kit_error_location
-from conformance.targets import NodeStartError, UnsupportedByTarget
-from conformance.verdicts import CheckFailed, Indeterminate, KitError, NotObserved, Unsupported, Verdict
-from reference.client import (
+from cck.codec import EncodeError, MalformedFrame
+from cck.conformance.plugin._judge import Judgement, cause_of, judge_phase, judge_teardown, kit_error_location
+from cck.conformance.targets import NodeStartError, UnsupportedByTarget
+from cck.conformance.verdicts import CheckFailed, Indeterminate, KitError, NotObserved, Unsupported, Verdict
+from cck.reference.client import (
     BrokerRefused,
     CallTimeout,
     ConnectFailed,
@@ -56,7 +56,7 @@ def test_cause_of(exc: BaseException | None, cause: str) -> None:
 
 
 def test_a_kit_error_is_never_lenient_and_names_where() -> None:
-    from conformance.oracles import check_schedule
+    from cck.conformance.oracles import check_schedule
 
     exc = _raised_in_kit(check_schedule)
     judgement = judge_phase("call", "failed", exc, f"{type(exc).__name__}: {exc}", lenient_clause=True,

@@ -1,4 +1,4 @@
-"""``python -m conformance``: the pytest arguments ``run`` builds, and the clause listing."""
+"""``python -m cck.conformance``: the pytest arguments ``run`` builds, and the clause listing."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.__main__ import _parser, _run_args, main
-from conformance.plugin import SUITE_DIR
+from cck.conformance.__main__ import _parser, _run_args, main
+from cck.conformance.plugin import SUITE_DIR
 
 
 def _args(*argv: str) -> list[str]:
@@ -52,7 +52,7 @@ def test_repeat_reruns_the_same_command_and_stops_at_the_first_run_that_does_not
     monkeypatch.setattr(subprocess, "run", fake_run)
     assert main(["run", "--target", "reference", "--repeat", "5", "--case", "discovery.period.*"]) == 1
     assert len(commands) == 3
-    assert all(c[1:] == ["-m", "conformance", "run", "--target", "reference", "--case", "discovery.period.*"]
+    assert all(c[1:] == ["-m", "cck.conformance", "run", "--target", "reference", "--case", "discovery.period.*"]
                for c in commands)
     assert "run 3 of 5 did not conform (2 in a row conformed)" in capsys.readouterr().err
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.targets import Topology
-from conformance.targets._errors import TargetError
-from conformance.targets._netns import NetnsNetwork, netns_unavailable, plan_netns
-from conformance.targets._reference import ReferenceTarget
+from cck.conformance.targets import Topology
+from cck.conformance.targets._errors import TargetError
+from cck.conformance.targets._netns import NetnsNetwork, netns_unavailable, plan_netns
+from cck.conformance.targets._reference import ReferenceTarget
 
 UNAVAILABLE = netns_unavailable()
 LISTENER = ("import socket, sys; s = socket.create_server((sys.argv[1], 0)); print(s.getsockname()[1], flush=True); "

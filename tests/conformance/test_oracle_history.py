@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.oracles import History, HistoryError, HistoryResult, Op, OpType, check
+from cck.conformance.oracles import History, HistoryError, HistoryResult, Op, OpType, check
 
 
 def clocked() -> History:

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.oracles import (
+from cck.conformance.oracles import (
     DEFAULT_TOLERANCE,
     FIRST_ATTEMPT_REACTION_MS,
     Attempt,

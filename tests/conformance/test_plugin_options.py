@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from conformance.oracles import DEFAULT_TOLERANCE, Tolerance
-from conformance.plugin import OPTIONS, resolve_settings
-from conformance.plugin._options import conformance_option_given
+from cck.conformance.oracles import DEFAULT_TOLERANCE, Tolerance
+from cck.conformance.plugin import OPTIONS, resolve_settings
+from cck.conformance.plugin._options import conformance_option_given
 
 
 def _pins() -> tuple[str, tuple[str, ...]]:

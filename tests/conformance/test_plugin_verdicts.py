@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.evidence import schema
+from cck.conformance.evidence import schema
 
 # Here rather than in a conftest: a conftest below the rootdir may not declare plugins when `pytest tests` runs.
 pytest_plugins = ["pytester"]
@@ -39,8 +39,8 @@ implementation_source = "artemis-core-notes §1"
 '''
 
 SUITE = '''
-from conformance.cases import Case, cases
-from conformance.verdicts import indeterminate, unsupported
+from cck.conformance.cases import Case, cases
+from cck.conformance.verdicts import indeterminate, unsupported
 
 TABLE = (
     Case("demo.run.1", "demo.must", "passes", "it passes", params={"do": "pass"}),
@@ -235,7 +235,7 @@ def test_header_names_target_mode_timing_and_evidence(kit: pytest.Pytester) -> N
 
 def test_clause_missing_from_the_table_is_a_collection_error(kit: pytest.Pytester) -> None:
     kit.makepyfile(test_bad='''
-from conformance.cases import Case, cases
+from cck.conformance.cases import Case, cases
 
 @cases(Case("demo.bad.1", "demo.absent", "d", "e"))
 def test_bad(case):
@@ -252,7 +252,7 @@ def test_bad(case):
 
 def test_checking_one_side_needs_a_recorded_disagreement(kit: pytest.Pytester) -> None:
     kit.makepyfile(test_side='''
-from conformance.cases import Case, cases
+from cck.conformance.cases import Case, cases
 
 @cases(Case("demo.side.1", "demo.must", "d", "e", checks="spec"))
 def test_side(case):
@@ -314,8 +314,8 @@ def test_evidence_and_allure_results(kit: pytest.Pytester) -> None:
 
 def test_unsupported_on_a_url_target_when_the_case_needs_its_own_broker(kit: pytest.Pytester) -> None:
     kit.makepyfile(test_topology='''
-from conformance.cases import Case, cases
-from conformance.targets import Topology
+from cck.conformance.cases import Case, cases
+from cck.conformance.targets import Topology
 
 @cases(Case("demo.topo.1", "demo.must", "needs a broker configured by the kit", "it runs"))
 def test_topology(case, cck_make_target):
@@ -340,7 +340,7 @@ def test_no_path_runs_the_suite(kit: pytest.Pytester, monkeypatch: pytest.Monkey
     suite_dir = kit.mkdir("kit_suite")
     (suite_dir / "test_in_suite.py").write_text(SUITE.replace("{wanted}", repr(("pass",))))
     (kit.path / "test_outside.py").write_text("def test_outside():\n    pass\n")
-    monkeypatch.setattr("conformance.plugin._hooks.SUITE_DIR", Path(suite_dir))
+    monkeypatch.setattr("cck.conformance.plugin._hooks.SUITE_DIR", Path(suite_dir))
     result = run(kit, "--collect-only", "-q", path=None)
     result.stdout.fnmatch_lines(["kit_suite/test_in_suite.py::test_demo[demo.run.1]"])
     assert "test_outside" not in result.stdout.str()
@@ -351,7 +351,7 @@ def test_no_path_runs_the_suite(kit: pytest.Pytester, monkeypatch: pytest.Monkey
 
 def test_a_real_case_against_the_reference_broker(kit: pytest.Pytester) -> None:
     kit.makepyfile(test_real='''
-from conformance.cases import Case, cases
+from cck.conformance.cases import Case, cases
 
 @cases(Case("demo.real.1", "demo.must", "connects", "the broker listens"))
 def test_real(case, cck_target, cck_settings):
@@ -369,8 +369,8 @@ def test_real(case, cck_target, cck_settings):
 POOL = '''
 import pytest
 
-from conformance.cases import Case, cases
-from conformance.targets import Topology
+from cck.conformance.cases import Case, cases
+from cck.conformance.targets import Topology
 
 SEEN = []
 TOPOLOGY = Topology.single()
@@ -434,11 +434,11 @@ CAUSES = '''
 import asyncio
 import pytest
 
-from conformance.cases import Case, cases
-from conformance.oracles import History, check
-from conformance.suite._kit import judged_afterwards, run
-from conformance.verdicts import NotObserved
-from reference.client import connect
+from cck.conformance.cases import Case, cases
+from cck.conformance.oracles import History, check
+from cck.conformance.suite._kit import judged_afterwards, run
+from cck.conformance.verdicts import NotObserved
+from cck.reference.client import connect
 
 
 @cases(Case("demo.cause.1", "demo.should", "a SHOULD case whose own code has a bug", "it passes"))
@@ -513,10 +513,11 @@ def test_the_cause_decides_the_verdict(kit: pytest.Pytester) -> None:
         "  demo.cause.1  KIT_ERROR  kit error in call: TypeError: can only concatenate str *(at *test_causes.py:13 "
         "in test_kit_bug)",
         # the broker closed the connection: the kit's client's error is a failed check of the broker
-        "  demo.cause.2  FAIL  reference.client._errors.ConnectFailed: connection failed: the TCP connection * closed*",
+        "  demo.cause.2  FAIL  cck.reference.client._errors.ConnectFailed: connection failed: the TCP connection * "
+        "closed*",
         "  demo.cause.3  FAIL  AssertionError: the broker named a command it never received",
         "  demo.cause.4  KIT_ERROR  kit error in call: TimeoutError*",
-        "  demo.cause.5  FAIL  conformance.verdicts.NotObserved: no PACKETS_CONFIRMED within 1 s",
+        "  demo.cause.5  FAIL  cck.conformance.verdicts.NotObserved: no PACKETS_CONFIRMED within 1 s",
         "  demo.cause.6  INDETERMINATE  the case did not finish within its overall deadline of 0 s",
         "  demo.cause.7  KIT_ERROR  kit error in teardown: KeyError: 'port'*",
         "exit status 1: a case failed",
@@ -559,7 +560,7 @@ def test_a_kit_error_matches_no_known_deviation(kit: pytest.Pytester) -> None:
 # -- subjects: a run judges the broker, or the client under test --------------------------------------------------
 
 SUBJECTS = '''
-from conformance.cases import Case, cases
+from cck.conformance.cases import Case, cases
 
 
 @cases(Case("demo.broker.1", "demo.must", "the broker answers", "it does"))

@@ -8,11 +8,11 @@ from typing import Any, cast
 
 import pytest
 
-from codec import CURRENT_VERSION, CoreMessage, TypedProperties
-from conformance.evidence import CaseEvidence
-from conformance.oracles import History
-from conformance.plugin._judge import cause_of
-from conformance.suite._kit import (
+from cck.codec import CURRENT_VERSION, CoreMessage, TypedProperties
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.oracles import History
+from cck.conformance.plugin._judge import cause_of
+from cck.conformance.suite._kit import (
     POLL_S,
     REATTACHING,
     RESTARTING,
@@ -32,9 +32,9 @@ from conformance.suite._kit import (
     signalled,
     wait_until,
 )
-from conformance.targets import UrlTarget
-from conformance.verdicts import CheckFailed, NotObserved
-from reference.client import Consumer, Delivery, Producer
+from cck.conformance.targets import UrlTarget
+from cck.conformance.verdicts import CheckFailed, NotObserved
+from cck.reference.client import Consumer, Delivery, Producer
 
 # ---------------------------------------------------------------------------------------------- waits
 

@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
-from conformance.plugin._judge import cause_of
-from conformance.suite._kit import judged_afterwards, observed, restarted
-from conformance.targets import NodeStartError
-from conformance.verdicts import CheckFailed, NotObserved
+from cck.conformance.plugin._judge import cause_of
+from cck.conformance.suite._kit import judged_afterwards, observed, restarted
+from cck.conformance.targets import NodeStartError
+from cck.conformance.verdicts import CheckFailed, NotObserved
 
 
 def test_an_answer_that_never_comes_is_a_failed_check_naming_it() -> None:

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conformance.suite._backoff_syn import SynWatch, arrival_ns, syn_watch_available
+from cck.conformance.suite._backoff_syn import SynWatch, arrival_ns, syn_watch_available
 
 needs_syn_watch = pytest.mark.skipif(syn_watch_available() is not None, reason=str(syn_watch_available()))
 

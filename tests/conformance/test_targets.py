@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 import pytest
 from lxml import etree
 
-from codec import CoreMessage
-from conformance.targets import (
+from cck.codec import CoreMessage
+from cck.conformance.targets import (
     ALL_CAPABILITIES,
     KILL,
     AddressSetting,
@@ -50,10 +50,10 @@ from conformance.targets import (
     render_etc,
     write_etc,
 )
-from conformance.targets._topology import ScaleDownSpec
-from reference.client import BrokerRefused, ClientSettings, connect
-from reference.config import SecurityModel, load_config
-from reference.config._login import parse_properties
+from cck.conformance.targets._topology import ScaleDownSpec
+from cck.reference.client import BrokerRefused, ClientSettings, connect
+from cck.reference.config import SecurityModel, load_config
+from cck.reference.config._login import parse_properties
 
 CLIENT_DEADLINE_S = 30.0
 ALICE = User("alice", "s3cret pass", ("amq",))
@@ -397,7 +397,7 @@ def test_topology_refuses_what_no_broker_could_run(make: Any, message: str) -> N
 @pytest.mark.parametrize("version", ["2.44.0", "2.28.0"])
 @pytest.mark.parametrize("name", sorted(TOPOLOGIES))
 def test_rendered_config_is_valid_for_artemis_schema(version: str, name: str, tmp_path: Path) -> None:
-    from conformance.artemis.distribution import ensure_distribution
+    from cck.conformance.artemis.distribution import ensure_distribution
 
     # Artemis validates <core> against this schema from its server jar when it starts
     jar = ensure_distribution(version).lib / f"artemis-server-{version}.jar"
@@ -592,7 +592,7 @@ def test_stop_deadline_kills_a_broker_that_ignores_sigterm(tmp_path: Path) -> No
 def test_brokers_left_running_are_killed_at_interpreter_exit(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         from pathlib import Path
-        from conformance.targets import ReferenceTarget
+        from cck.conformance.targets import ReferenceTarget
         target = ReferenceTarget(workdir=Path({str(tmp_path)!r}))
         target.start()
         print(target.nodes[0]._process.pid, flush=True)

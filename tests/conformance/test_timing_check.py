@@ -1,4 +1,4 @@
-"""The timing self-check (``python -m conformance timing-check``): which backoff rows can tell a schedule 20 % off,
+"""The timing self-check (``cck timing-check``): which backoff rows can tell a schedule 20 % off,
 and a real run of the kit's client with each wrong schedule, which the oracle must fail."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import math
 
 import pytest
 
-from conformance.clients import ClientUnderTest
-from conformance.oracles import DEFAULT_TOLERANCE
-from conformance.suite._backoff_runs import Plan
-from conformance.suite._backoff_skew import Skew, margin, rows_for, skews, summary, timing_check
-from conformance.suite.test_backoff import TIMED
+from cck.conformance.clients import ClientUnderTest
+from cck.conformance.oracles import DEFAULT_TOLERANCE
+from cck.conformance.suite._backoff_runs import Plan
+from cck.conformance.suite._backoff_skew import Skew, margin, rows_for, skews, summary, timing_check
+from cck.conformance.suite.test_backoff import TIMED
 
 KIT = ClientUnderTest("kit")
 STOCK = ClientUnderTest("artemis", "2.44.0")

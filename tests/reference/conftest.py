@@ -36,7 +36,7 @@ class RunningBroker:
 
 def start_reference_broker(data: Path, *extra: str) -> RunningBroker:
     process = subprocess.Popen(
-        [sys.executable, "-m", "reference", "broker", "--port", "0", "--data", str(data), *extra],
+        [sys.executable, "-m", "cck.reference", "broker", "--port", "0", "--data", str(data), *extra],
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     lines: queue.Queue[str | None] = queue.Queue()
@@ -86,7 +86,7 @@ def reference_broker(tmp_path: Path) -> Iterator[RunningBroker]:
 
 @pytest.fixture(scope="session")
 def artemis_home() -> Path:
-    from conformance.artemis.distribution import ensure_distribution
+    from cck.conformance.artemis.distribution import ensure_distribution
 
     return ensure_distribution().home
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from codec import (
+from cck.codec import (
     PREAMBLE,
     CreateSessionMessage_V2,
     FrameDecoder,
@@ -12,8 +12,8 @@ from codec import (
     SubscribeClusterTopologyUpdatesMessageV2,
     encode_packet,
 )
-from codec import Frame as CodecFrame
-from reference.broker import BrokerCore, BrokerSettings
+from cck.codec import Frame as CodecFrame
+from cck.reference.broker import BrokerCore, BrokerSettings
 
 
 @dataclass

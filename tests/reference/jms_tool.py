@@ -13,8 +13,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.artemis.distribution import Distribution
-from conformance.artemis.java_tools import compile_java, java_command
+from cck.conformance.artemis.distribution import Distribution
+from cck.conformance.artemis.java_tools import compile_java, java_command
 
 __all__ = ["JMS_MAIN", "Check", "JmsRun", "build_jms", "run_jms", "jms_sources"]
 

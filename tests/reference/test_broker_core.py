@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codec import (
+from cck.codec import (
     ActiveMQExceptionMessage,
     ClusterTopologyChangeMessage_V4,
     CoreMessage,

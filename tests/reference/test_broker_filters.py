@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from codec import CoreMessage, ExceptionType, RoutingType, TypedProperties
-from reference._server import BrokerServer
-from reference.broker import BrokerCore, BrokerSettings
-from reference.client import BrokerRefused, Session, connect
+from cck.codec import CoreMessage, ExceptionType, RoutingType, TypedProperties
+from cck.reference._server import BrokerServer
+from cck.reference.broker import BrokerCore, BrokerSettings
+from cck.reference.client import BrokerRefused, Session, connect
 
 DEADLINE_S = 20.0
 

@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from reference._server import BrokerServer
-from reference.broker import BrokerCore, BrokerSettings
-from reference.client import (
+from cck.reference._server import BrokerServer
+from cck.reference.broker import BrokerCore, BrokerSettings
+from cck.reference.client import (
     FIRST_ELEMENT,
     RANDOM,
     RANDOM_STICKY,
@@ -28,7 +28,7 @@ from reference.client import (
     make_policy,
     parse_locator_url,
 )
-from reference.client._balance import (
+from cck.reference.client._balance import (
     FirstElementPolicy,
     RandomPolicy,
     RandomStickyPolicy,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from codec import (
+from cck.codec import (
     PREAMBLE,
     CoreMessage,
     CreateSessionResponseMessage,
@@ -28,8 +28,8 @@ from codec import (
     Xid,
     encode_packet,
 )
-from reference.broker import BrokerCore, BrokerSettings
-from reference.client import (
+from cck.reference.broker import BrokerCore, BrokerSettings
+from cck.reference.client import (
     BrokerRefused,
     CallTimeout,
     ClientConnectionCore,

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from codec import (
+from cck.codec import (
     CoreMessage,
     DiscoveryDatagram,
     ExceptionType,
@@ -23,9 +23,9 @@ from codec import (
     TransportParamType,
     encode_discovery,
 )
-from reference._server import BrokerServer
-from reference.broker import BrokerCore, BrokerSettings
-from reference.client import (
+from cck.reference._server import BrokerServer
+from cck.reference.broker import BrokerCore, BrokerSettings
+from cck.reference.client import (
     ConnectionFailed,
     Connector,
     DiscoveryEndpoint,
@@ -33,8 +33,14 @@ from reference.client import (
     connect,
     parse_locator_url,
 )
-from reference.client._discovery import connector_of
-from reference.discovery import MalformedDatagram, NodeExpired, NodeFound, SameNodeNewUniqueId, open_multicast_sender
+from cck.reference.client._discovery import connector_of
+from cck.reference.discovery import (
+    MalformedDatagram,
+    NodeExpired,
+    NodeFound,
+    SameNodeNewUniqueId,
+    open_multicast_sender,
+)
 
 GROUP = "231.7.7.7"
 LOOPBACK = "127.0.0.1"
@@ -200,7 +206,7 @@ def test_the_receiver_warns_about_malformed_datagrams_twin_node_ids_and_non_tcp_
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     receiver = receiver_at([1_000])
-    with caplog.at_level(logging.WARNING, logger="reference.client.discovery"):
+    with caplog.at_level(logging.WARNING, logger="cck.reference.client.discovery"):
         (malformed,) = receiver.datagram_received(b"\x00\x00\x00\x24\x00", ("10.9.8.7", 4321))
         receiver.datagram_received(datagram(NODE_A, TransportConfiguration.netty("a", 1), unique_id="u-1"), SENDER)
         (twin,) = receiver.datagram_received(
@@ -371,7 +377,7 @@ def test_the_receiver_ignores_its_own_node_and_warns_about_malformed_datagrams(
         from_sender = f"malformed discovery datagram from {address[0]}:{address[1]}"
         assert any(from_sender in w and "offset" in w for w in warnings), warnings
 
-    with caplog.at_level(logging.WARNING, logger="reference.client.discovery"):
+    with caplog.at_level(logging.WARNING, logger="cck.reference.client.discovery"):
         run(scenario)
 
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from codec import CoreMessage, RoutingType, TypedProperties
-from conformance.artemis.distribution import ensure_distribution
-from reference.client import ClientSettings, Connection, TransactionRolledBack, connect
+from cck.codec import CoreMessage, RoutingType, TypedProperties
+from cck.conformance.artemis.distribution import ensure_distribution
+from cck.reference.client import ClientSettings, Connection, TransactionRolledBack, connect
 
 from .cut_proxy import CutProxy
 from .targets import ArtemisTarget, Broker, ReferenceTarget

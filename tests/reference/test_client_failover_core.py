@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from codec import (
+from cck.codec import (
     CoreMessage,
     CreateSessionMessage,
     CreateSessionResponseMessage,
@@ -27,8 +27,8 @@ from codec import (
     TypedProperties,
     encode_packet,
 )
-from reference.broker import BrokerCore, BrokerSettings
-from reference.client import (
+from cck.reference.broker import BrokerCore, BrokerSettings
+from cck.reference.client import (
     FIRST_ELEMENT,
     ROUND_ROBIN,
     Balancer,
@@ -47,7 +47,7 @@ from reference.client import (
     TransactionRolledBack,
     make_policy,
 )
-from reference.client._failover_terms import (
+from cck.reference.client._failover_terms import (
     Attached,
     Command,
     Connect,

@@ -14,9 +14,9 @@ from typing import TypeVar
 
 import pytest
 
-from codec import CoreMessage, ExceptionType, RoutingType, TypedProperties, Xid
-from conformance.artemis.distribution import ensure_distribution
-from reference.client import BrokerRefused, ClientSettings, Consumer, Delivery, Session, XAError, connect
+from cck.codec import CoreMessage, ExceptionType, RoutingType, TypedProperties, Xid
+from cck.conformance.artemis.distribution import ensure_distribution
+from cck.reference.client import BrokerRefused, ClientSettings, Consumer, Delivery, Session, XAError, connect
 
 from .targets import ArtemisTarget, Broker, ReferenceTarget
 

@@ -8,9 +8,9 @@ import asyncio
 
 import pytest
 
-from reference._server import BrokerServer
-from reference.broker import BrokerCore, BrokerSettings
-from reference.client import ClientSettings, ConnectionFailed, SessionCore, connect
+from cck.reference._server import BrokerServer
+from cck.reference.broker import BrokerCore, BrokerSettings
+from cck.reference.client import ClientSettings, ConnectionFailed, SessionCore, connect
 
 SCENARIO_DEADLINE_S = 30.0
 

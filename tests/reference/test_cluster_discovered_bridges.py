@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
-from codec import TransportConfiguration
-from conformance.targets._process import free_ports
-from reference.cluster._bridge import ClusterManager, Peer
-from reference.config._model import ClusterConnection
+from cck.codec import TransportConfiguration
+from cck.conformance.targets._process import free_ports
+from cck.reference.cluster._bridge import ClusterManager, Peer
+from cck.reference.config._model import ClusterConnection
 
 
 def _closed_port() -> int:

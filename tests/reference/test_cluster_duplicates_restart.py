@@ -7,10 +7,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from codec import CoreMessage, PropertyType, RoutingType, TypedProperties
-from reference.broker import BrokerCore, BrokerSettings, Queue
-from reference.broker._cluster import BRIDGE_DUP_KEY, ClusterRole, LoadBalancing
-from reference.broker._journal_storage import JournalStorage, open_journal
+from cck.codec import CoreMessage, PropertyType, RoutingType, TypedProperties
+from cck.reference.broker import BrokerCore, BrokerSettings, Queue
+from cck.reference.broker._cluster import BRIDGE_DUP_KEY, ClusterRole, LoadBalancing
+from cck.reference.broker._journal_storage import JournalStorage, open_journal
 
 NODE = "11111111-1111-1111-1111-111111111111"
 

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from codec import CoreMessage, PropertyType, RoutingType, TransportConfiguration, TypedProperties
-from reference.broker import BrokerCore, BrokerSettings, Queue
-from reference.broker._cluster import (
+from cck.codec import CoreMessage, PropertyType, RoutingType, TransportConfiguration, TypedProperties
+from cck.reference.broker import BrokerCore, BrokerSettings, Queue
+from cck.reference.broker._cluster import (
     BRIDGE_DUP_KEY,
     ROUTE_TO_KEY,
     ClusterRole,
@@ -22,8 +22,8 @@ from reference.broker._cluster import (
     encode_ids,
     queue_info_request,
 )
-from reference.broker._cluster_hooks import bridge_dup_id, forwardable
-from reference.broker._errors import BrokerError
+from cck.reference.broker._cluster_hooks import bridge_dup_id, forwardable
+from cck.reference.broker._errors import BrokerError
 
 ME = "11111111-1111-1111-1111-111111111111"
 B = "22222222-2222-2222-2222-222222222222"

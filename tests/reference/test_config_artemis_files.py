@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reference.config import (
+from cck.reference.config import (
     AddressFullPolicy,
     JournalType,
     LoginFlag,
@@ -197,7 +197,7 @@ def test_generated_clustered_instance() -> None:
 
 
 def _artemis_home() -> Path:
-    from conformance.artemis import ensure_distribution
+    from cck.conformance.artemis import ensure_distribution
 
     return ensure_distribution().home
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reference.config import (
+from cck.reference.config import (
     ConfigError,
     HAPolicy,
     MessageLoadBalancing,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reference.config import ConfigError, HAPolicy, parse_broker_xml
+from cck.reference.config import ConfigError, HAPolicy, parse_broker_xml
 
 DATA = Path(__file__).parent / "data"
 

@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 import pytest
 
-from reference.config import (
+from cck.reference.config import (
     BrokerConfig,
     ConfigError,
     LoginConfig,
@@ -24,7 +24,7 @@ from reference.config import (
     parse_broker_xml,
     wildcard_matches,
 )
-from reference.config._login import parse_login_config, parse_properties
+from cck.reference.config._login import parse_login_config, parse_properties
 
 DATA = Path(__file__).parent / "data"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codec import (
+from cck.codec import (
     CoreMessage,
     CreateQueueMessage_V2,
     NullResponseMessage,
@@ -22,8 +22,8 @@ from codec import (
     SessionSendMessage,
     SessionStart,
 )
-from reference.broker import BrokerCore, BrokerSettings
-from reference.broker._journal_storage import JournalStorage, open_journal
+from cck.reference.broker import BrokerCore, BrokerSettings
+from cck.reference.broker._journal_storage import JournalStorage, open_journal
 
 from .harness import Wire, connect, open_session
 

@@ -1,7 +1,7 @@
 """The reference broker's UDP broadcast and discovery groups (notes §12): the sans-IO core on a fake
 clock, the bytes against Artemis's own (a checked-in capture and vectors made by Artemis 2.44.0's
 ``ConnectorTransportConfigurationParser`` + ``TransportConfiguration.encode``), the asyncio layer on
-loopback multicast, and ``python -m reference broker`` broadcasting.  Every wait has a deadline."""
+loopback multicast, and ``cck broker`` broadcasting.  Every wait has a deadline."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from codec import (
+from cck.codec import (
     CodecError,
     DiscoveryDatagram,
     TransportConfiguration,
@@ -24,9 +24,9 @@ from codec import (
     decode_discovery,
     encode_discovery,
 )
-from reference.cluster import DiscoveryEndpoint, UdpGroups
-from reference.config import BroadcastGroup, BrokerConfig, ConfigError, Connector, DiscoveryGroup, parse_broker_xml
-from reference.discovery import (
+from cck.reference.cluster import DiscoveryEndpoint, UdpGroups
+from cck.reference.config import BroadcastGroup, BrokerConfig, ConfigError, Connector, DiscoveryGroup, parse_broker_xml
+from cck.reference.discovery import (
     INVM_CONNECTOR_FACTORY,
     NETTY_CONNECTOR_FACTORY,
     Broadcaster,
@@ -105,7 +105,7 @@ def cluster_log() -> Iterator[list[logging.LogRecord]]:
         def emit(self, record: logging.LogRecord) -> None:
             records.append(record)
 
-    logger = logging.getLogger("reference.cluster")
+    logger = logging.getLogger("cck.reference.cluster")
     handler, level = Keep(logging.DEBUG), logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.artemis.distribution import Distribution, ensure_distribution
+from cck.conformance.artemis.distribution import Distribution, ensure_distribution
 
 from .jms_tool import JmsRun, build_jms, run_jms
 from .targets import ArtemisTarget, Broker, ReferenceTarget

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from reference.journal import (
+from cck.reference.journal import (
     Journal,
     JournalCorrupted,
     JournalLocked,
@@ -20,7 +20,7 @@ from reference.journal import (
     RecordInfo,
     Recovery,
 )
-from reference.journal._format import FILE_HEADER_SIZE, MANIFEST_NAME, RECORD_OVERHEAD, parse_file_name
+from cck.reference.journal._format import FILE_HEADER_SIZE, MANIFEST_NAME, RECORD_OVERHEAD, parse_file_name
 
 
 def reopen(directory: Path, **kwargs: Any) -> Recovery:
@@ -512,7 +512,7 @@ def test_appends_are_buffered_and_written_with_one_write_at_sync(
 
 
 def test_a_full_buffer_is_written_before_sync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from reference.journal import _journal
+    from cck.reference.journal import _journal
 
     monkeypatch.setattr(_journal, "_WRITE_AT", 300)
     j = Journal(tmp_path)
@@ -660,7 +660,7 @@ def test_a_failed_fsync_in_a_worker_thread_fails_the_journal_at_done(
 def test_unsynced_appends_recover_as_a_consistent_prefix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What a kill leaves (the files as they are, the buffer lost): everything synced, then some prefix of
     the appends made after, whole records and whole transactions only."""
-    from reference.journal import _journal
+    from cck.reference.journal import _journal
 
     monkeypatch.setattr(_journal, "_WRITE_AT", 200)  # part of the unsynced appends reaches the file
     directory = tmp_path / "live"
@@ -721,7 +721,7 @@ def test_compaction_is_due_by_artemis_rule_files_over_minimum_and_live_under_per
 
 
 def test_storage_compacts_online_when_a_new_file_makes_it_due_and_nothing_is_lost(tmp_path: Path) -> None:
-    from reference.broker._journal_storage import JournalStorage
+    from cck.reference.broker._journal_storage import JournalStorage
 
     j = Journal(tmp_path, file_size=512)
     j.open()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from reference.journal import Journal
+from cck.reference.journal import Journal
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 60.0  # per child; a healthy child needs well under a second
@@ -29,7 +29,7 @@ STEPS = 300
 CHILD = r"""
 import sys
 from pathlib import Path
-from reference.journal import Journal
+from cck.reference.journal import Journal
 
 directory, start, steps, file_size = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 journal = Journal(directory, file_size=file_size)

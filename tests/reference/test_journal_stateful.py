@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-from reference.journal import Journal, JournalStateError, PreparedTransaction, RecordInfo
+from cck.reference.journal import Journal, JournalStateError, PreparedTransaction, RecordInfo
 
 IDS = st.integers(min_value=0, max_value=12)
 TXS = st.integers(min_value=1, max_value=4)

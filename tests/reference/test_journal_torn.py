@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from reference.journal import Journal, JournalCorrupted, RecordInfo, Recovery
-from reference.journal._format import FILE_HEADER_SIZE, RECORD_OVERHEAD, parse_file_name
+from cck.reference.journal import Journal, JournalCorrupted, RecordInfo, Recovery
+from cck.reference.journal._format import FILE_HEADER_SIZE, RECORD_OVERHEAD, parse_file_name
 
 LAST_PAYLOAD = b"the last record, 30 bytes long"
 assert len(LAST_PAYLOAD) == 30

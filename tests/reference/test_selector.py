@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from codec import CoreMessage, TypedProperties
-from reference.broker._selector import SelectorError, compile_selector
+from cck.codec import CoreMessage, TypedProperties
+from cck.reference.broker._selector import SelectorError, compile_selector
 
 MESSAGE = CoreMessage(
     b"12345", address="orders", durable=True, priority=7,

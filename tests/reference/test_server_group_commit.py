@@ -15,9 +15,9 @@ from typing import Any, TypeVar, cast
 
 import pytest
 
-from reference._server import BrokerServer, _Protocol
-from reference.broker import BrokerCore
-from reference.journal import Journal, PendingSync
+from cck.reference._server import BrokerServer, _Protocol
+from cck.reference.broker import BrokerCore
+from cck.reference.journal import Journal, PendingSync
 
 DEADLINE_S = 10.0
 T = TypeVar("T")

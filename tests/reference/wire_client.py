@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 
-from codec import (
+from cck.codec import (
     PREAMBLE,
     ActiveMQExceptionMessage,
     CoreMessage,

@@ -19,12 +19,12 @@ import pytest
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from reports._pipeline import ReportResult
-    from reports._schema import EvidenceSchema
+    from cck.reports._pipeline import ReportResult
+    from cck.reports._schema import EvidenceSchema
 
 
 DATA = Path(__file__).resolve().parent / "data"
-#: Two real runs of the reference target (a handful of cases each), made by `python -m conformance run`.
+#: Two real runs of the reference target (a handful of cases each), made by `cck run`.
 EVIDENCE = DATA / "evidence"
 
 Table = Callable[..., "DataFrame"]
@@ -32,7 +32,7 @@ Table = Callable[..., "DataFrame"]
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    from reports._spark import spark_session
+    from cck.reports._spark import spark_session
 
     session = spark_session(conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
                             app_name="cck-reports-tests")
@@ -42,7 +42,7 @@ def spark() -> Iterator[SparkSession]:
 
 @pytest.fixture(scope="session")
 def schema() -> EvidenceSchema:
-    from reports._schema import load_schema
+    from cck.reports._schema import load_schema
 
     return load_schema()
 
@@ -85,8 +85,8 @@ class SiteBuild:
 def committed_site(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> SiteBuild:
     """``build_report`` over :data:`EVIDENCE`, with the allure HTML report where Node.js and npm are (the pinned
     allure is installed first if it is not: about 15 s)."""
-    from reports import ReportError, build_report
-    from reports._allure_html import install_allure
+    from cck.reports import ReportError, build_report
+    from cck.reports._allure_html import install_allure
 
     problem: str | None = None
     if shutil.which("node") is None or shutil.which("npm") is None:

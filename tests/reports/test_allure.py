@@ -16,10 +16,10 @@ pytest.importorskip("pyspark", reason="pyspark is installed only in the `reports
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from reports import extract
-from reports._allure import ALLURE_STRUCT, allure_agreement, allure_status_counts, parse_allure_result
-from reports._allure_html import strip_analytics
-from reports._schema import EvidenceSchema
+from cck.reports import extract
+from cck.reports._allure import ALLURE_STRUCT, allure_agreement, allure_status_counts, parse_allure_result
+from cck.reports._allure_html import strip_analytics
+from cck.reports._schema import EvidenceSchema
 
 from .conftest import EVIDENCE, Table
 
@@ -159,8 +159,8 @@ def _broken_allure(home: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 def test_allure_modes_when_allure_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from reports._errors import ReportError
-    from reports._pipeline import QuietProgress, _allure_html
+    from cck.reports._errors import ReportError
+    from cck.reports._pipeline import QuietProgress, _allure_html
 
     monkeypatch.setenv("CCK_ALLURE_HOME", str(tmp_path / "home"))
     results = [next(EVIDENCE.glob("*/allure-results"))]
@@ -168,7 +168,7 @@ def test_allure_modes_when_allure_fails(tmp_path: Path, monkeypatch: pytest.Monk
     assert _allure_html([], tmp_path / "site", "auto", QuietProgress()) == (
         None, "not built: no run has allure-results")
     assert _allure_html(results, tmp_path / "site", "auto", QuietProgress()) == (
-        None, "not built: the pinned allure is not installed (python -m reports install-allure)")
+        None, "not built: the pinned allure is not installed (cck install-allure)")
     with pytest.raises(ReportError, match="--allure require: the pinned allure is not installed"):
         _allure_html(results, tmp_path / "site", "require", QuietProgress())
     _broken_allure(tmp_path / "home")

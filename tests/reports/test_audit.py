@@ -10,9 +10,9 @@ pytest.importorskip("pyspark", reason="pyspark is installed only in the `reports
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from conformance.oracles._history import Op
-from conformance.oracles._history_check import check
-from reports import audit_findings, delivery_audit
+from cck.conformance.oracles._history import Op
+from cck.conformance.oracles._history_check import check
+from cck.reports import audit_findings, delivery_audit
 
 from .conftest import Table
 
@@ -156,7 +156,7 @@ def test_two_histories_with_one_hash_fail_the_job(table: Table, monkeypatch: pyt
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
-    import reports._audit as audit_module
+    import cck.reports._audit as audit_module
 
     monkeypatch.setattr(audit_module, "_hid", lambda: F.lit(7).cast("long"))
     history = table("history", *HISTORY_A, *HISTORY_B)

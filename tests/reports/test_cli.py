@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("pyspark", reason="pyspark is installed only in the `reports` tox env")
 
-from reports.__main__ import main
+from cck.reports.__main__ import main
 
 from .conftest import EVIDENCE
 
@@ -53,8 +53,8 @@ def test_report_command_builds_the_site_and_quarantines_a_bad_line(tmp_path: Pat
         notes.write('{"kind": "note", "schema_ver')  # a writer killed mid-line
     out = tmp_path / "site"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-m", "reports", "report", "--evidence", str(evidence), "--out", str(out)],
-                          capture_output=True, text=True, timeout=300, env=env, check=False)
+    done = subprocess.run([sys.executable, "-m", "cck.reports", "report", "--evidence", str(evidence),
+                           "--out", str(out)], capture_output=True, text=True, timeout=300, env=env, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(out / "index.html")
     for step in ("done  ingest", "done  conformance matrix", "done  delivery audit", "done  site"):

@@ -9,8 +9,8 @@ pytest.importorskip("pyspark", reason="pyspark is installed only in the `reports
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from reports import ReportError, clause_coverage, read_clause_table
-from reports._coverage import CLAUSE_STRUCT
+from cck.reports import ReportError, clause_coverage, read_clause_table
+from cck.reports._coverage import CLAUSE_STRUCT
 
 from .conftest import Table
 

@@ -11,9 +11,9 @@ pytest.importorskip("pyspark", reason="pyspark is installed only in the `reports
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from reports import EvidenceError, SchemaVersionError, extract, load, read_tables
-from reports._ingest import QUARANTINE_STRUCT, parse_line
-from reports._schema import EvidenceSchema
+from cck.reports import EvidenceError, SchemaVersionError, extract, load, read_tables
+from cck.reports._ingest import QUARANTINE_STRUCT, parse_line
+from cck.reports._schema import EvidenceSchema
 
 from .conftest import EVIDENCE
 

@@ -9,7 +9,7 @@ pytest.importorskip("pyspark", reason="pyspark is installed only in the `reports
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from reports import VERDICTS, case_verdicts, conformance_matrix
+from cck.reports import VERDICTS, case_verdicts, conformance_matrix
 
 from .conftest import Table, ts
 

@@ -9,8 +9,8 @@ pytest.importorskip("pyspark", reason="pyspark is installed only in the `reports
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from reports._errors import ReportError
-from reports._results_doc import BEGIN, END, latest_results, results_markdown, splice
+from cck.reports._errors import ReportError
+from cck.reports._results_doc import BEGIN, END, latest_results, results_markdown, splice
 
 from .conftest import Table, ts
 

@@ -15,9 +15,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from conformance.evidence import schema as kit_schema
-from reports import READ_VERSION, SchemaVersionError, load_schema
-from reports._schema import EvidenceSchema
+from cck.conformance.evidence import schema as kit_schema
+from cck.reports import READ_VERSION, SchemaVersionError, load_schema
+from cck.reports._schema import EvidenceSchema
 
 
 def test_every_kind_has_a_struct_of_its_fields_then_target(schema: EvidenceSchema) -> None:

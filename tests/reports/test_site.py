@@ -16,8 +16,8 @@ import pytest
 pytest.importorskip("pyspark", reason="pyspark is installed only in the `reports` tox env")
 
 
-from reports._site import CasePage, MatrixColumn, SiteData, case_page_path, render_site
-from reports._svg import Attempt, schedule_plot
+from cck.reports._site import CasePage, MatrixColumn, SiteData, case_page_path, render_site
+from cck.reports._svg import Attempt, schedule_plot
 
 from .conftest import EVIDENCE, SiteBuild
 

@@ -42,7 +42,7 @@ if not SPARK_CLASS.is_file():
 DRIVER = """
 import json, sys
 from pathlib import Path
-from reports import conformance_matrix, extract, load_schema, spark_session
+from cck.reports import conformance_matrix, extract, load_schema, spark_session
 master, evidence = sys.argv[1], Path(sys.argv[2])
 spark = spark_session(master, {"spark.executor.memory": "512m", "spark.cores.max": "1",
                                "spark.driver.host": "127.0.0.1", "spark.sql.shuffle.partitions": "2"},

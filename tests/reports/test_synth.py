@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from reports import __main__ as cli
-from reports._synth import KIT_ERROR, PLANTED, Rates, write_evidence
+from cck.reports import __main__ as cli
+from cck.reports._synth import KIT_ERROR, PLANTED, Rates, write_evidence
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -24,7 +24,7 @@ def _files(root: Path) -> dict[str, bytes]:
 
 
 def test_rows_are_valid_evidence(tmp_path: Path) -> None:
-    from conformance.evidence import schema
+    from cck.conformance.evidence import schema
 
     synthesis = write_evidence(tmp_path, runs=2, events=3000, seed=5, rates=RATES, keys_per_history=200)
     assert len(synthesis.run_ids) == 2
@@ -51,7 +51,7 @@ def _records(root: Path, run_id: str, file: str) -> list[dict[str, Any]]:
 
 
 def test_client_runs_and_kit_errors_are_valid_evidence(tmp_path: Path) -> None:
-    from conformance.evidence import schema
+    from cck.conformance.evidence import schema
 
     synthesis = write_evidence(tmp_path, runs=2, events=3000, seed=5, rates=RATES, keys_per_history=50,
                                clients=CLIENTS, client_cases=12, kit_errors=0.3)
@@ -130,8 +130,8 @@ def test_cli_writes_and_summarises(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_checker_finds_what_was_planted(tmp_path: Path) -> None:
     """The kit's own history checker agrees with the plan (no Spark needed)."""
-    from conformance.oracles._history import Op
-    from conformance.oracles._history_check import check
+    from cck.conformance.oracles._history import Op
+    from cck.conformance.oracles._history_check import check
 
     synthesis = write_evidence(tmp_path, runs=1, events=4000, seed=11, rates=RATES, keys_per_history=250)
     rows: dict[str, list[dict[str, Any]]] = {}
@@ -156,7 +156,7 @@ def spark_session(request: pytest.FixtureRequest) -> SparkSession:
 
 
 def test_audit_finds_exactly_what_was_planted(tmp_path: Path, spark_session: SparkSession) -> None:
-    from reports import delivery_audit, extract, load, load_schema, read_tables
+    from cck.reports import delivery_audit, extract, load, load_schema, read_tables
 
     spark = spark_session
     schema = load_schema()
@@ -178,7 +178,7 @@ def test_audit_finds_exactly_what_was_planted(tmp_path: Path, spark_session: Spa
 
 
 def test_the_matrix_finds_the_planted_client_runs_and_kit_errors(tmp_path: Path, spark_session: SparkSession) -> None:
-    from reports import conformance_matrix, extract, load_schema
+    from cck.reports import conformance_matrix, extract, load_schema
 
     synthesis = write_evidence(tmp_path / "evidence", runs=2, events=1500, seed=8, rates=RATES,
                                keys_per_history=100, clients=CLIENTS, client_cases=6, kit_errors=0.25)

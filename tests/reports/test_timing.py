@@ -7,7 +7,7 @@ pytest.importorskip("pyspark", reason="pyspark is installed only in the `reports
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from reports import timing_attempts, timing_outliers, timing_summary
+from cck.reports import timing_attempts, timing_outliers, timing_summary
 
 from .conftest import Table
 

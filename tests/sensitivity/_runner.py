@@ -144,19 +144,21 @@ def load_mutants(path: Path = MANIFEST) -> list[Mutant]:
 
 def tree_files(root: Path = REPO_ROOT) -> list[str]:
     """The working tree's tracked files and its untracked files git does not ignore (paths relative to
-    ``root``), without environments, caches and evidence."""
+    ``root``), without environments, caches and evidence; symlinks (``cck/codec -> ../codec``, ...) included."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
                             capture_output=True, check=True).stdout.decode()
     files = sorted({p for p in listed.split("\0") if p})
-    return [p for p in files if p.split("/", 1)[0] not in SKIPPED_TOP and (root / p).is_file()]
+    return [p for p in files if p.split("/", 1)[0] not in SKIPPED_TOP
+            and ((root / p).is_symlink() or (root / p).is_file())]
 
 
 def copy_tree(dest: Path, files: Sequence[str], root: Path = REPO_ROOT) -> Path:
-    """Copy ``files`` from ``root`` into ``dest`` (created), keeping their relative paths."""
+    """Copy ``files`` from ``root`` into ``dest`` (created), keeping their relative paths; a symlink is copied as
+    the link (``cck/reference -> ../reference`` then imports the copy's own ``reference``)."""
     for rel in files:
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(root / rel, target)
+        shutil.copy2(root / rel, target, follow_symlinks=False)
     return dest
 
 
@@ -179,7 +181,7 @@ def child_env(tree: Path) -> dict[str, str]:
 
 def imports_from(tree: Path) -> str | None:
     """``None`` when ``python`` run in ``tree`` imports the kit's packages from ``tree``, else what it imports."""
-    code = "import codec, conformance, reference; print(conformance.__file__); print(reference.__file__)"
+    code = "from cck import codec, conformance, reference; print(conformance.__file__); print(reference.__file__)"
     done = subprocess.run([sys.executable, "-c", code], cwd=tree, env=child_env(tree), capture_output=True,
                           text=True, check=False, timeout=60)
     files = done.stdout.split()
@@ -202,7 +204,7 @@ def _read_verdicts(evidence_dir: Path) -> dict[str, str]:
 
 
 def run_selection(tree: Path, selection: Selection, timeout_s: float) -> RunResult:
-    """Run ``python -m conformance run`` with ``selection`` in ``tree`` (its own code), at most ``timeout_s``;
+    """Run ``cck run`` with ``selection`` in ``tree`` (its own code), at most ``timeout_s``;
     its process group is ended at the deadline."""
     problem = imports_from(tree)
     if problem is not None:
@@ -210,7 +212,7 @@ def run_selection(tree: Path, selection: Selection, timeout_s: float) -> RunResu
     # a directory of its own: the baseline copy runs every selection, and a run's verdicts are all it holds
     (tree / ".sensitivity-evidence").mkdir(exist_ok=True)
     evidence = Path(tempfile.mkdtemp(prefix="run-", dir=tree / ".sensitivity-evidence"))
-    argv = [sys.executable, "-m", "conformance", "run", *selection.argv(), "--evidence-dir", str(evidence),
+    argv = [sys.executable, "-m", "cck.conformance", "run", *selection.argv(), "--evidence-dir", str(evidence),
             "--", "-q", "-p", "no:cacheprovider"]
     started = time.monotonic()
     with (tree / ".sensitivity-run.log").open("wb") as log:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.clauses import load_clauses
+from cck.conformance.clauses import load_clauses
 from tests.sensitivity._runner import MANIFEST, Selection, apply_patch, copy_tree, load_mutants, tree_files
 
 MUTANTS = load_mutants()

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from codec import CURRENT_VERSION
-from conformance.targets import Target
-from reference.client import ClientSettings
+from cck.codec import CURRENT_VERSION
+from cck.conformance.targets import Target
+from cck.reference.client import ClientSettings
 
 __all__ = ["REATTACHING", "RESTARTING", "client_settings", "protocol_version"]
 

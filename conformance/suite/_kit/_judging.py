@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-from conformance.evidence import CaseEvidence
-from conformance.oracles import History, HistoryResult, check
-from conformance.verdicts import CheckFailed
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.oracles import History, HistoryResult, check
+from cck.conformance.verdicts import CheckFailed
 
 __all__ = ["judge_history", "judged", "judged_afterwards", "repeated"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import uuid
 
-from codec import CoreMessage, TypedProperties
-from reference.client import Delivery
+from cck.codec import CoreMessage, TypedProperties
+from cck.reference.client import Delivery
 
 __all__ = ["key_of", "message", "queue_for", "seq_of", "unique"]
 

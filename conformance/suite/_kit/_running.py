@@ -7,9 +7,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-from conformance.plugin import Settings
-from conformance.targets import NodeStartError
-from conformance.verdicts import CheckFailed, Indeterminate, NotObserved
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import NodeStartError
+from cck.conformance.verdicts import CheckFailed, Indeterminate, NotObserved
 
 __all__ = ["SCENARIO_S", "bounded", "observed", "restarted", "run"]
 

@@ -9,9 +9,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Literal
 
-from conformance.oracles import History
-from conformance.plugin import Settings
-from reference.client import ClientSettings, Connection, Consumer, Delivery, Producer, connect
+from cck.conformance.oracles import History
+from cck.conformance.plugin import Settings
+from cck.reference.client import ClientSettings, Connection, Consumer, Delivery, Producer, connect
 
 from ._messages import key_of, message, seq_of
 

@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from conformance.verdicts import NotObserved
+from cck.conformance.verdicts import NotObserved
 
 __all__ = ["POLL_S", "poll", "poll_value", "signalled", "wait_until"]
 
