@@ -210,6 +210,13 @@ def test_the_parts_of_reference_import_each_other_without_a_cycle() -> None:
         if len(source) > 1 and len(target) > 1 and source[1] != target[1]:
             edges.setdefault(source[1], set()).add(target[1])
 
+    cycle = _cycle(edges)
+    assert cycle is None, "import cycle: " + " -> ".join(f"reference.{part}" for part in cycle)
+
+
+def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of the directed graph ``edges`` (its nodes in order, the first repeated last), or None."""
+
     def cycle_from(node: str, path: list[str]) -> list[str] | None:
         if node in path:
             return [*path[path.index(node):], node]
@@ -221,7 +228,24 @@ def test_the_parts_of_reference_import_each_other_without_a_cycle() -> None:
 
     for start in sorted(edges):
         cycle = cycle_from(start, [])
-        assert cycle is None, "import cycle: " + " -> ".join(f"reference.{part}" for part in cycle)
+        if cycle is not None:
+            return cycle
+    return None
+
+
+@pytest.mark.parametrize("package", ["cck.reference.broker", "cck.reference.client"])
+def test_the_modules_of_the_broker_and_client_import_each_other_without_a_cycle(package: str) -> None:
+    """Inside the broker and the client the modules form no import cycle, ``TYPE_CHECKING``-only imports (and the
+    package's ``__init__``, which only re-exports) aside."""
+    edges: dict[str, set[str]] = {}
+    for i in IMPORTS:
+        if i.type_checking or i.module == package or not _inside(i.module, package):
+            continue
+        if _inside(i.target, package) and i.target != package:
+            edges.setdefault(i.module, set()).add(i.target)
+    assert edges, f"no imports found inside {package}"
+    cycle = _cycle(edges)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
 # ------------------------------------------------------------------------------------------------ one namespace
