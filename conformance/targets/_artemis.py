@@ -26,8 +26,8 @@ from ._topology import NodeSpec, Topology
 __all__ = ["ARTEMIS_START_DEADLINE_S", "ArtemisNode", "ArtemisTarget", "pinned_artemis_versions"]
 
 ARTEMIS_START_DEADLINE_S = 90.0
-# small heaps so a three-node cluster fits beside the test run, C1 only for a fast start (``_artemis_launch``);
-# replaces artemis.profile's defaults
+# small heaps so a three-node cluster fits beside the test run; the default JIT (C1 only changed a
+# bridge-backoff verdict: ``_artemis_launch``); replaces artemis.profile's defaults
 DEFAULT_JAVA_ARGS = FAST_START_JAVA_ARGS
 
 

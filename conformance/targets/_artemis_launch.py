@@ -1,10 +1,11 @@
 """Making and starting Artemis instances fast: a broker under test lives for seconds, and a run starts hundreds.
 
-Three things, each measured on a 2-core machine (start = process launched to AMQ221007):
+Two things, each measured on a 2-core machine (start = process launched to AMQ221007):
 
-* **C1 only** (``-XX:TieredStopAtLevel=1``): the JVM spends its first seconds compiling with C2 on the cores the
-  broker and the kit need; stopping at C1 about halves a start (4.5 s -> 2.4 s) and costs peak throughput the
-  suite never reaches.
+* Not done: C1 only (``-XX:TieredStopAtLevel=1``) about halves a start (4.5 s -> 2.4 s), but with it a 2.44.0
+  node made a third series of connection attempts to a killed peer, at a fixed retry-interval, and the
+  ``cluster.bridge-backoff.*`` cases failed in most runs (they pass with the default JIT).  Until that series is
+  explained, nodes run with the JVM's default compilers, so the flags do not change what is measured.
 * **One instance template per version**: ``artemis create`` is a JVM run of its own (about 1 s).  It writes the
   same files for every node except the instance and data paths (in ``bin/artemis``, ``etc/*.profile`` and
   ``etc/bootstrap.xml``) and the files :func:`write_etc` replaces anyway (broker.xml, login.config, users,
@@ -40,7 +41,7 @@ from ._process import BrokerProcess, ExitedEarly, NotReady, count_launch, free_p
 __all__ = ["FAST_START_JAVA_ARGS", "LaunchError", "LaunchKit", "TrainingEtc", "instantiate", "prepare_launch_kit"]
 
 #: JVM flags for a short-lived broker (see the module docstring); heap kept small so a 3-node cluster fits
-FAST_START_JAVA_ARGS = "-Xms64m -Xmx512m -XX:TieredStopAtLevel=1"
+FAST_START_JAVA_ARGS = "-Xms64m -Xmx512m"  # not C1 only: see the module docstring
 CREATE_FLAGS = (
     "--silent", "--no-web", "--nio", "--no-autotune", "--no-amqp-acceptor", "--no-mqtt-acceptor",
     "--no-stomp-acceptor", "--no-hornetq-acceptor",
