@@ -65,7 +65,7 @@ threading.Thread(target=time.sleep, args=(30,), daemon=True).start()  # at impor
 
 def main(argv):
     print("ready", flush=True)
-    time.sleep(30)
+    threading.Event().wait(30)  # idles like a broker until it is stopped
     return 0
 
 
