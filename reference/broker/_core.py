@@ -41,6 +41,7 @@ from cck.codec import (
     UnknownPacketType,
 )
 
+from ._backups import CLUSTER_CHANNEL, BackupRegistry, ClusterChannelHandlers
 from ._cluster_hooks import ClusterHooks
 from ._connection import Connection
 from ._engine import DeliveryEngine
@@ -98,14 +99,17 @@ class BrokerCore:
             self.cluster = ClusterHooks(settings.cluster, engine=self.engine, post_office=self.post_office,
                                         storage=self.storage, time=self._time, member_joined=self._member_joined)
             self.engine.route_through(self.cluster)
+        self.backups = BackupRegistry(lambda _connector: self._topology.backup_changed())
         self._topology = Topology(settings, self._outbox, self.connections, wall_clock_ms or (lambda: 0),
-                                  self.cluster)
+                                  self.cluster, self.backups)
         self._sessions = SessionHandlers(
             engine=self.engine, post_office=self.post_office, transactions=self.transactions, outbox=self._outbox,
             registry=self.sessions, queues=QueueHandlers(self.engine, self.post_office, settings, self.cluster),
             xa=XAHandlers(self.transactions, self._time, settings.transaction_timeout_s), cluster=self.cluster)
         setup = ConnectionHandlers(settings, self._outbox, self.sessions, self._sessions, self._topology)
-        self._channels = {PING_CHANNEL: setup.channel0, SESSION_SETUP_CHANNEL: setup.channel1}
+        self._cluster_channel = ClusterChannelHandlers(settings, self._outbox, self.backups)
+        self._channels = {PING_CHANNEL: setup.channel0, SESSION_SETUP_CHANNEL: setup.channel1,
+                          CLUSTER_CHANNEL: self._cluster_channel.table}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -119,6 +123,7 @@ class BrokerCore:
         self._time.advance(now_ms)
         conn = self.connections.pop(conn_id, None)
         self._outbox.forget(conn_id)
+        self._cluster_channel.connection_lost(conn_id)
         if conn is None or conn.closed:
             return
         conn.closed = True

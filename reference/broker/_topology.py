@@ -13,6 +13,7 @@ from cck.codec import (
     TransportConfiguration,
 )
 
+from ._backups import BackupRegistry
 from ._cluster_hooks import ClusterHooks
 from ._connection import Connection
 from ._outbox import Outbox
@@ -26,15 +27,18 @@ PING_CHANNEL = 0
 
 class Topology:
     """Tells subscribed connections of the members.  ``connections``: the core's map, read only here;
-    ``wall_clock_ms``: a member's event time is wall-clock (the only wall-clock time in the core)."""
+    ``wall_clock_ms``: a member's event time is wall-clock (the only wall-clock time in the core); ``backups``:
+    this node's announced backup, paired with this node's own connector."""
 
     def __init__(self, settings: BrokerSettings, outbox: Outbox, connections: Mapping[int, Connection],
-                 wall_clock_ms: Callable[[], int], cluster: ClusterHooks | None) -> None:
+                 wall_clock_ms: Callable[[], int], cluster: ClusterHooks | None,
+                 backups: BackupRegistry | None = None) -> None:
         self._settings = settings
         self._outbox = outbox
         self._connections = connections
         self._wall_clock_ms = wall_clock_ms
         self._cluster = cluster
+        self._backups = backups
 
     def send_all(self, conn: Connection) -> None:
         """Every member, this node first, the last one with last=true; a standalone broker sends itself
@@ -52,18 +56,26 @@ class Topology:
             if conn.topology_subscribed and not conn.closing:
                 self._send_member(conn, node, connector, last=False)
 
+    def backup_changed(self) -> None:
+        """This node's backup came or went: its member again, with the backup connector or without."""
+        own = self._settings.node_id
+        connector = dict(self._cluster.members()).get(own) if self._cluster is not None else None
+        self.member_joined(own, connector)
+
     def _send_member(self, conn: Connection, node: str, connector: TransportConfiguration | None, *,
                      last: bool) -> None:
         event, version = self._wall_clock_ms(), conn.version
         settings = self._settings
         role = settings.cluster
-        group = role.scale_down_group if role is not None and node == settings.node_id else None
+        own = node == settings.node_id
+        group = role.scale_down_group if role is not None and own else None
+        backup = self._backups.connector if own and self._backups is not None else None
         packet: Packet
         if version >= 131 or version == 0:
-            packet = ClusterTopologyChangeMessage_V4(False, node, event, connector, None, last, None, group,
+            packet = ClusterTopologyChangeMessage_V4(False, node, event, connector, backup, last, None, group,
                                                      settings.server_version)
         elif version >= 122:
-            packet = ClusterTopologyChangeMessage_V2(False, node, event, connector, None, last, None)
+            packet = ClusterTopologyChangeMessage_V2(False, node, event, connector, backup, last, None)
         else:
-            packet = ClusterTopologyChangeMessage(False, node, connector, None, last)
+            packet = ClusterTopologyChangeMessage(False, node, connector, backup, last)
         self._outbox.send(conn, PING_CHANNEL, packet)

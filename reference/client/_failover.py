@@ -52,7 +52,7 @@ from ._failover_terms import (
     Send,
     State,
 )
-from ._locator import Connector, Reconnect, intervals
+from ._locator import Connector, Reconnect, connector_of, intervals
 from ._restore import Restore
 from ._session import SessionCore
 from ._session_channel import fresh_session_name
@@ -250,8 +250,15 @@ class Failover:
             raise ProtocolViolation(f"{answer.type_name()} is not an answer while {self.state.value}")
 
     def _topology_changed(self, node_id: str, member: TopologyMember | None, last: bool) -> None:
-        """Every topology message of every connection feeds the locator's balancer, as in Artemis."""
+        """Every topology message of every connection feeds the locator's balancer, as in Artemis; a member
+        whose live connector is the server this connection uses names its backup (or, without one, that there
+        is none any more), which the next reconnection tries after it (Artemis's setBackupConnector)."""
         balance_topology(self.balancer, node_id, member, last, self.connector)
+        if member is None or member.live is None or self.connector is None:
+            return
+        if connector_of(member.live) == self.connector:
+            backup = connector_of(member.backup) if member.backup is not None else None
+            self.backups = (backup,) if backup is not None and backup != self.connector else ()
 
     # ------------------------------------------------------------------ actions (see _TABLE)
 

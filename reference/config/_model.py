@@ -439,11 +439,29 @@ class ScaleDown:
 
 @dataclass(frozen=True)
 class HAPolicy:
-    """The HA policy: only live-only (primary-only) is implemented; ``scale_down`` is its option.
-    Without ``<ha-policy>`` Artemis uses live-only without scale-down (FCP parseMainConfig)."""
+    """``<ha-policy>``: ``kind`` is ``live-only`` (``primary-only``), ``shared-store`` or ``replication``; ``role``
+    is ``primary`` (``master``) or ``backup`` (``slave``), both spellings read.  ``scale_down`` is live-only's
+    option.  Without ``<ha-policy>`` Artemis uses live-only without scale-down (FCP parseMainConfig).  The
+    defaults are Artemis's (ADC DEFAULT_FAILOVER_ON_SERVER_SHUTDOWN false, DEFAULT_ALLOW_AUTO_FAILBACK true,
+    DEFAULT_RESTART_BACKUP true, DEFAULT_WAIT_FOR_ACTIVATION true, DEFAULT_CHECK_FOR_ACTIVE_SERVER false,
+    DEFAULT_INITIAL_REPLICATION_SYNC_TIMEOUT 30000)."""
 
     kind: str = "live-only"
     scale_down: ScaleDown | None = None
+    role: str = "primary"
+    failover_on_shutdown: bool = False
+    allow_failback: bool = True
+    restart_backup: bool = True
+    wait_for_activation: bool = True
+    # replication: a restarted primary asks the cluster whether its backup is active before it activates
+    check_for_live_server: bool = False
+    group_name: str | None = None
+    cluster_name: str | None = None
+    initial_replication_sync_timeout_ms: int = 30000
+
+    @property
+    def is_backup(self) -> bool:
+        return self.kind != "live-only" and self.role == "backup"
 
 
 # --------------------------------------------------------------------------- root

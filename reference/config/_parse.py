@@ -548,38 +548,84 @@ class _Parser:
         if ha is None:
             return HAPolicy()
         policy = HAPolicy()
-        kinds = ha.all_children()
-        for kind in kinds:
-            if kind.name not in ("live-only", "primary-only"):
-                kind.warn(f"HA policy '{kind.name}' is not supported: the reference broker runs live-only (no backup,"
-                          " no failover to it)")
+        for kind in ha.all_children():
+            if kind.name in ("live-only", "primary-only"):
+                policy = HAPolicy("live-only", self._scale_down(kind, connectors, discovery))
+            elif kind.name in ("shared-store", "replication"):
+                policy = self._paired_policy(kind) or policy
+            else:
+                kind.warn(f"HA policy '{kind.name}' is not supported: the reference broker runs live-only")
                 continue
-            sd = kind.child("scale-down")
-            scale_down = None
-            if sd is not None:
-                dref = sd.child("discovery-group-ref")
-                dg = None
-                if dref is not None:
-                    dg = _known(dref, dref.required_attr("discovery-group-name"), discovery, "discovery-group")
-                    dref.finish()
-                refs: list[str] = []
-                cons = sd.child("connectors")
-                if cons is not None:
-                    for c in cons.children("connector-ref"):
-                        refs.append(_known(c, c.text(), connectors, "connector"))
-                        c.finish()
-                    cons.finish()
-                scale_down = ScaleDown(
-                    enabled=sd.bool_of("enabled", True),
-                    group_name=sd.opt_str_of("group-name"),
-                    discovery_group_ref=dg,
-                    connectors=tuple(refs),
-                )
-                sd.finish()
             kind.finish()
-            policy = HAPolicy("live-only", scale_down)
         ha.finish()
         return policy
+
+    def _paired_policy(self, kind: Node) -> HAPolicy | None:
+        """``<shared-store>`` or ``<replication>`` with one role: ``master``/``primary`` or ``slave``/``backup``
+        (2.32 renamed them; both are read).  ``colocated`` is not supported (warned, ignored)."""
+        roles: list[tuple[Node, str]] = []
+        for c in kind.all_children():
+            if c.name in ("master", "primary", "slave", "backup"):
+                roles.append((c, "primary" if c.name in ("master", "primary") else "backup"))
+            else:
+                c.warn(f"unsupported element '{c.name}' of '{kind.name}': ignored by the reference broker (colocated "
+                       "backups are not implemented)" if c.name == "colocated" else
+                       f"unsupported element '{c.name}' of '{kind.name}': ignored by the reference broker")
+        if not roles:
+            kind.warn(f"'{kind.name}' names no role (master/primary or slave/backup): the broker runs live-only")
+            return None
+        if len(roles) > 1:
+            raise kind.error("names more than one role; a broker is either the primary or the backup",
+                             ", ".join(c.name for c, _ in roles))
+        node, role = roles[0]
+        primary, backup = role == "primary", role == "backup"
+        if kind.name == "shared-store":
+            policy = HAPolicy(
+                "shared-store", None, role,
+                failover_on_shutdown=node.bool_of("failover-on-shutdown", False),
+                allow_failback=node.bool_of("allow-failback", True) if backup else True,
+                restart_backup=node.bool_of("restart-backup", True) if backup else True,
+                wait_for_activation=node.bool_of("wait-for-activation", True) if primary else True,
+            )
+        else:
+            # 2.32 renamed check-for-live-server to check-for-active-server: either one asks for the check
+            checks = (node.bool_of("check-for-live-server", False), node.bool_of("check-for-active-server", False))
+            policy = HAPolicy(
+                "replication", None, role,
+                allow_failback=node.bool_of("allow-failback", True) if backup else True,
+                restart_backup=node.bool_of("restart-backup", True) if backup else True,
+                check_for_live_server=any(checks) if primary else False,
+                group_name=node.opt_str_of("group-name"),
+                cluster_name=node.opt_str_of("cluster-name"),
+                initial_replication_sync_timeout_ms=node.long_of("initial-replication-sync-timeout", 30000, "gt0"),
+            )
+        node.finish()
+        return policy
+
+    def _scale_down(self, kind: Node, connectors: set[str], discovery: set[str]) -> ScaleDown | None:
+        sd = kind.child("scale-down")
+        if sd is None:
+            return None
+        dref = sd.child("discovery-group-ref")
+        dg = None
+        if dref is not None:
+            dg = _known(dref, dref.required_attr("discovery-group-name"), discovery, "discovery-group")
+            dref.finish()
+        refs: list[str] = []
+        cons = sd.child("connectors")
+        if cons is not None:
+            for c in cons.children("connector-ref"):
+                refs.append(_known(c, c.text(), connectors, "connector"))
+                c.finish()
+            cons.finish()
+        scale_down = ScaleDown(
+            enabled=sd.bool_of("enabled", True),
+            group_name=sd.opt_str_of("group-name"),
+            discovery_group_ref=dg,
+            connectors=tuple(refs),
+        )
+        sd.finish()
+        return scale_down
 
 
 # --------------------------------------------------------------------------- helpers

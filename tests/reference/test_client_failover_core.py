@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 import pytest
 
 from cck.codec import (
+    PREAMBLE,
+    ClusterConnectMessage,
     CoreMessage,
     CreateSessionMessage,
     CreateSessionResponseMessage,
     Frame,
     FrameDecoder,
+    NodeAnnounceMessage,
     NullResponseMessage,
     Ping,
     ReattachSessionMessage,
@@ -24,10 +27,11 @@ from cck.codec import (
     RoutingType,
     SessionSendMessage,
     SubscribeClusterTopologyUpdatesMessageV2,
+    TransportConfiguration,
     TypedProperties,
     encode_packet,
 )
-from cck.reference.broker import BrokerCore, BrokerSettings
+from cck.reference.broker import BrokerCore, BrokerSettings, ClusterRole
 from cck.reference.client import (
     FIRST_ELEMENT,
     ROUND_ROBIN,
@@ -357,6 +361,37 @@ def test_a_backup_is_one_more_candidate_where_the_reattach_is_refused_and_the_se
     assert net.machine.connector == B
     assert session.attached
     assert session.options.name == "recreated-1"  # the backup never had the session
+
+
+def _primary_with_a_backup(backup: Connector | None) -> BrokerCore:
+    """A's broker in a cluster (its topology names A), with ``backup`` announced on channel 3 (or none)."""
+    role = ClusterRole("c", "primary", TransportConfiguration.netty(A.host, A.port), user="u", password="p")
+    core = BrokerCore(BrokerSettings(node_id="primary", cluster=role))
+    if backup is not None:
+        core.connection_made(99, 0)
+        core.receive(99, PREAMBLE + encode_packet(ClusterConnectMessage("u", "p"), 3), 0)
+        announce = NodeAnnounceMessage("primary", backup=True, backup_connector=TransportConfiguration.netty(
+            backup.host, backup.port))
+        core.receive(99, encode_packet(announce, 3), 0)
+        core.take_output()  # the backup's own replies: no client is connected yet
+    return core
+
+
+def test_the_backup_named_by_the_topology_is_tried_after_the_failed_server() -> None:
+    net = attached(WINDOW, brokers={A: _primary_with_a_backup(B), B: BrokerCore(BrokerSettings(node_id="primary"))})
+    assert net.machine.backups == (B,)  # learnt from A's topology: live A paired with backup B
+    session = net.session()
+    net.refusing.add(A)
+    net.cut()
+    assert [c.connector for c in net.connects()[1:]] == [A, B]
+    assert net.kinds() == ["failed", "attempt", "attempt-failed", "attempt", "recreated"]
+    assert net.machine.connector == B
+    assert session.attached
+
+
+def test_a_topology_without_a_backup_leaves_none_to_try() -> None:
+    net = attached(WINDOW, brokers={A: _primary_with_a_backup(None)})
+    assert net.machine.backups == ()
 
 
 # ---------------------------------------------------------------------- the reconnect schedule

@@ -180,6 +180,45 @@ def test_no_ha_policy_is_live_only_without_scale_down() -> None:
     assert off.ha_policy.scale_down == ScaleDown(enabled=False)
 
 
+@pytest.mark.parametrize(("body", "expected"), [
+    ("<shared-store><master/></shared-store>", HAPolicy("shared-store", role="primary")),
+    ("<shared-store><primary><failover-on-shutdown>true</failover-on-shutdown>"
+     "<wait-for-activation>false</wait-for-activation></primary></shared-store>",
+     HAPolicy("shared-store", role="primary", failover_on_shutdown=True, wait_for_activation=False)),
+    ("<shared-store><slave><allow-failback>false</allow-failback><restart-backup>false</restart-backup>"
+     "<failover-on-shutdown>true</failover-on-shutdown></slave></shared-store>",
+     HAPolicy("shared-store", role="backup", allow_failback=False, restart_backup=False, failover_on_shutdown=True)),
+    ("<shared-store><backup/></shared-store>", HAPolicy("shared-store", role="backup")),
+    ("<replication><master><check-for-live-server>true</check-for-live-server><group-name>g1</group-name>"
+     "</master></replication>",
+     HAPolicy("replication", role="primary", check_for_live_server=True, group_name="g1")),
+    ("<replication><primary><check-for-active-server>true</check-for-active-server></primary></replication>",
+     HAPolicy("replication", role="primary", check_for_live_server=True)),
+    ("<replication><slave><allow-failback>true</allow-failback><initial-replication-sync-timeout>5000"
+     "</initial-replication-sync-timeout></slave></replication>",
+     HAPolicy("replication", role="backup", initial_replication_sync_timeout_ms=5000)),
+], ids=["ss-master", "ss-primary", "ss-slave", "ss-backup", "repl-master", "repl-primary-new-name", "repl-slave"])
+def test_paired_ha_policies_in_both_spellings(body: str, expected: HAPolicy) -> None:
+    config = parse_broker_xml(_core(f"<ha-policy>{body}</ha-policy>"))
+    assert config.ha_policy == expected
+    assert config.warnings == ()
+    assert config.ha_policy.is_backup == (expected.role == "backup")
+
+
+def test_options_the_reference_broker_does_not_use_are_warned() -> None:
+    config = parse_broker_xml(_core("<ha-policy><replication><master><quorum-size>2</quorum-size></master>"
+                                    "</replication></ha-policy>"))
+    assert config.ha_policy.kind == "replication"
+    assert [w.element for w in config.warnings] == ["quorum-size"]
+
+
+def test_a_policy_with_two_roles_is_an_error() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_broker_xml(_core("<ha-policy><shared-store><master/><slave/></shared-store></ha-policy>"))
+    assert info.value.element == "shared-store"
+    assert "more than one role" in info.value.reason
+
+
 @pytest.mark.parametrize(
     ("body", "element", "reason"),
     [

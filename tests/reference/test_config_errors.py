@@ -25,6 +25,7 @@ def test_unsupported_elements_are_reported_by_name_and_path() -> None:
         ("metrics", "core/metrics"),
         ("broker-plugins", "core/broker-plugins"),
         ("replication", "core/ha-policy/replication"),
+        ("colocated", "core/ha-policy/replication/colocated"),
         ("cluster-connection-uri", "core/cluster-connections/cluster-connection-uri[u]"),
         ("@last-value-key", "core/addresses/address[lvq]/anycast/queue[lvq]"),
         ("@exclusive", "core/addresses/address[lvq]/anycast/queue[lvq]"),

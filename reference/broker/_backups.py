@@ -1,0 +1,99 @@
+"""Backup servers of this node, as clients learn them from the topology (spec 004 "Fail-over (session state)":
+a cluster member informs its clients of backup candidates).
+
+A backup announces itself on channel 3 of a connection to its primary: CLUSTER_CONNECT with the cluster
+credentials, then NODE_ANNOUNCE with ``backup = true`` and this node's ID (notes §5, the packet catalogue:
+NODE_ANNOUNCE is accepted only after a successful CLUSTER_CONNECT).  The backup stays announced while that
+connection lives; when it closes, the topology loses the backup again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from cck.codec import (
+    ClusterConnectMessage,
+    ClusterConnectReplyMessage,
+    NodeAnnounceMessage,
+    Packet,
+    TransportConfiguration,
+)
+
+from ._connection import Connection
+from ._outbox import Outbox
+from ._settings import BrokerSettings
+
+__all__ = ["CLUSTER_CHANNEL", "BackupRegistry", "ClusterChannelHandlers"]
+
+LOG = logging.getLogger("cck.reference.broker")
+
+#: Channel 3 carries what servers say to each other (cluster login, node announcements).
+CLUSTER_CHANNEL = 3
+
+#: Told when this node's backup connector changes (``None``: no backup any more).
+BackupChanged = Callable[[TransportConfiguration | None], None]
+
+
+class BackupRegistry:
+    """Which connection announced a backup of this node, and its connector (the latest announcement wins)."""
+
+    def __init__(self, changed: BackupChanged) -> None:
+        self._changed = changed
+        self._by_conn: dict[int, TransportConfiguration] = {}
+
+    @property
+    def connector(self) -> TransportConfiguration | None:
+        """The backup clients should fail over to: the most recent one still connected."""
+        return next(reversed(self._by_conn.values()), None)
+
+    def announced(self, conn: Connection, connector: TransportConfiguration) -> None:
+        before = self.connector
+        self._by_conn.pop(conn.conn_id, None)
+        self._by_conn[conn.conn_id] = connector
+        if self.connector != before:
+            LOG.info("backup announced", extra={"conn": conn.conn_id, "backup": connector.params})
+            self._changed(self.connector)
+
+    def connection_lost(self, conn_id: int) -> None:
+        before = self.connector
+        if self._by_conn.pop(conn_id, None) is not None and self.connector != before:
+            LOG.info("backup gone", extra={"conn": conn_id})
+            self._changed(self.connector)
+
+
+class ClusterChannelHandlers:
+    """The handlers of channel 3 by packet class (:attr:`table`): cluster login and node announcements."""
+
+    def __init__(self, settings: BrokerSettings, outbox: Outbox, backups: BackupRegistry) -> None:
+        self._settings = settings
+        self._outbox = outbox
+        self._backups = backups
+        self._authorized: set[int] = set()
+        self.table: dict[type[Packet], Callable[[Connection, Any], None]] = {
+            ClusterConnectMessage: self._cluster_connect,
+            NodeAnnounceMessage: self._node_announce,
+        }
+
+    def _cluster_connect(self, conn: Connection, packet: ClusterConnectMessage) -> None:
+        role = self._settings.cluster
+        # without a cluster connection there are no cluster credentials to present: nobody is a peer
+        ok = role is not None and (packet.cluster_user, packet.cluster_password) == (role.user, role.password)
+        if ok:
+            self._authorized.add(conn.conn_id)
+        else:
+            LOG.warning("cluster login refused", extra={"conn": conn.conn_id, "user": packet.cluster_user})
+        self._outbox.send(conn, CLUSTER_CHANNEL, ClusterConnectReplyMessage(ok))
+
+    def _node_announce(self, conn: Connection, packet: NodeAnnounceMessage) -> None:
+        if conn.conn_id not in self._authorized:
+            LOG.warning("node announcement before a cluster login ignored", extra={"conn": conn.conn_id})
+            return
+        connector = packet.backup_connector or packet.connector
+        if packet.backup and packet.node_id == self._settings.node_id and connector is not None:
+            self._backups.announced(conn, connector)
+
+    def connection_lost(self, conn_id: int) -> None:
+        self._authorized.discard(conn_id)
+        self._backups.connection_lost(conn_id)

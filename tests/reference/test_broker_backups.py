@@ -1,0 +1,91 @@
+"""A backup announces itself to its primary on channel 3 (CLUSTER_CONNECT, then NODE_ANNOUNCE with backup=true);
+the primary's topology pairs its own connector with the backup's while the backup's connection lives."""
+
+from __future__ import annotations
+
+from cck.codec import (
+    PREAMBLE,
+    ClusterConnectMessage,
+    ClusterConnectReplyMessage,
+    ClusterTopologyChangeMessage_V4,
+    NodeAnnounceMessage,
+    TransportConfiguration,
+    encode_packet,
+)
+from cck.reference.broker import BrokerCore, BrokerSettings, ClusterRole
+
+from .harness import Wire, connect
+
+NODE = "node-1"
+LIVE = TransportConfiguration.netty("127.0.0.1", 61616)
+BACKUP = TransportConfiguration.netty("127.0.0.1", 61617)
+
+
+def _core() -> BrokerCore:
+    role = ClusterRole("c", NODE, LIVE, user="cu", password="cp")
+    return BrokerCore(BrokerSettings(node_id=NODE, cluster=role))
+
+
+def _pump(*wires: Wire) -> None:
+    """Hand each wire its connection's output (one take for all: ``Wire.collect`` keeps only its own)."""
+    out = wires[0].core.take_output()
+    for wire in wires:
+        wire.decoder.feed(out.get(wire.conn_id, b""))
+        wire.received.extend(wire.decoder)
+
+
+def _backup(core: BrokerCore, conn_id: int, *others: Wire, password: str = "cp", node: str = NODE) -> Wire:
+    """A backup's connection: cluster login, then its announcement; the output of both goes to every wire."""
+    core.connection_made(conn_id, 0)
+    wire = Wire(core, conn_id)
+    core.receive(conn_id, PREAMBLE + encode_packet(ClusterConnectMessage("cu", password), 3), 0)
+    announce = NodeAnnounceMessage(node, backup=True, current_event_id=1, connector=None, backup_connector=BACKUP)
+    core.receive(conn_id, encode_packet(announce, 3), 0)
+    _pump(wire, *others)
+    assert isinstance(wire.received[0].packet, ClusterConnectReplyMessage)
+    return wire
+
+
+def _members(wire: Wire) -> list[ClusterTopologyChangeMessage_V4]:
+    return [f.packet for f in wire.received if isinstance(f.packet, ClusterTopologyChangeMessage_V4)]
+
+
+def test_a_subscribed_client_hears_of_the_backup_and_of_its_leaving() -> None:
+    core = _core()
+    client = connect(core, 1)
+    first = _members(client)[-1]
+    assert (first.node_id, first.live, first.backup) == (NODE, LIVE, None)
+    backup = _backup(core, 2, client)
+    assert backup.received[0].packet == ClusterConnectReplyMessage(True)
+    paired = _members(client)[-1]
+    assert (paired.node_id, paired.live, paired.backup, paired.last) == (NODE, LIVE, BACKUP, False)
+    core.connection_lost(2, 10)
+    _pump(client)
+    alone = _members(client)[-1]
+    assert (alone.live, alone.backup) == (LIVE, None)
+
+
+def test_a_client_subscribing_later_gets_the_pair_at_once() -> None:
+    core = _core()
+    _backup(core, 2)
+    assert (_members(connect(core, 1))[-1].backup) == BACKUP
+
+
+def test_wrong_cluster_credentials_are_refused_and_the_announcement_ignored() -> None:
+    core = _core()
+    client = connect(core, 1)
+    backup = _backup(core, 2, client, password="wrong")
+    assert backup.received[0].packet == ClusterConnectReplyMessage(False)
+    assert all(m.backup is None for m in _members(client))
+
+
+def test_an_announcement_for_another_node_is_not_this_node_s_backup() -> None:
+    core = _core()
+    _backup(core, 2, node="someone-else")
+    assert _members(connect(core, 1))[-1].backup is None
+
+
+def test_a_broker_outside_a_cluster_has_no_cluster_login() -> None:
+    core = BrokerCore(BrokerSettings(node_id=NODE))
+    backup = _backup(core, 2)
+    assert backup.received[0].packet == ClusterConnectReplyMessage(False)
