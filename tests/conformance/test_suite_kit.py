@@ -16,6 +16,7 @@ from cck.conformance.suite._kit import (
     POLL_S,
     REATTACHING,
     RESTARTING,
+    Fence,
     client_settings,
     drain,
     judged,
@@ -26,6 +27,7 @@ from cck.conformance.suite._kit import (
     protocol_version,
     queue_for,
     repeated,
+    send_fence,
     send_keyed,
     seq_of,
     settle_sends,
@@ -238,6 +240,71 @@ def test_a_cumulative_drain_records_its_acks_and_the_producers_order() -> None:
     assert [op["f"] for op in ops if op["type"] == "ok"] == ["receive", "ack", "receive", "ack"]
     assert [(op.get("producer"), op.get("seq")) for op in ops if op["f"] == "receive"] == [("P1", 0), ("P1", 1)]
     assert fake.acked == [("cumulative", "k:0"), ("cumulative", "k:1")]
+
+
+def _fence_delivery(fence: Fence) -> Delivery:
+    marker = CoreMessage(b"", priority=0, properties=TypedProperties.of(cck_fence=fence.token))
+    return Delivery(marker, consumer_id=1, delivery_count=1, size=10)
+
+
+def test_a_fence_after_the_expected_ends_the_drain_without_a_quiet_window() -> None:
+    fence = Fence("f1")
+    fake = _FakeConsumer([*_deliveries(1, 1), _fence_delivery(fence), *_deliveries(1)])
+    history = History()
+    got = asyncio.run(drain(cast(Consumer, fake), history, "verifier", expected=2, quiet_s=0.5, receive_s=10.0,
+                            fence=fence))
+    assert [key_of(d) for d in got] == ["k:0", "k:1"]
+    assert fake.timeouts == [10.0, 10.0, 0.5]  # the third receive is the fence; no wait after it
+    assert len(fake.acked) == 3  # the fence is acknowledged too ...
+    assert [op["value"] for op in _ops(history) if op["f"] == "receive"] == ["k:0", "k:1"]  # ... but not recorded
+
+
+def test_a_fence_that_overtook_an_expected_message_leaves_the_quiet_window() -> None:
+    fence = Fence("f1")
+    fake = _FakeConsumer([*_deliveries(1), _fence_delivery(fence), *_deliveries(1, 1)[1:]])
+    got = asyncio.run(drain(cast(Consumer, fake), History(), "verifier", expected=2, quiet_s=0.5, receive_s=10.0,
+                            fence=fence))
+    assert [key_of(d) for d in got] == ["k:0", "k:1"]
+    assert fake.timeouts == [10.0, 10.0, 10.0, 0.5]
+
+
+def test_another_drains_fence_is_an_ordinary_message() -> None:
+    fake = _FakeConsumer([_fence_delivery(Fence("theirs"))])
+    got = asyncio.run(drain(cast(Consumer, fake), History(), "verifier", quiet_s=0.5, fence=Fence("mine")))
+    assert len(got) == 1
+
+
+class _FakeQueueSession:
+    def __init__(self, **query: Any) -> None:
+        self.query = {"exists": True, "address": "q", "consumer_count": 0, "routing_type": 1,
+                      "filter_string": None, **query}
+        self.producer = _FakeProducer()
+
+    async def queue_query(self, queue: str) -> Any:
+        return type("Answer", (), self.query)()
+
+    def create_producer(self, address: str) -> _FakeProducer:
+        return self.producer
+
+
+@pytest.mark.parametrize(("query", "sent"), [
+    ({}, True),  # an anycast queue named as its address, nobody consuming: the fence can only reach the drain
+    ({"consumer_count": 1}, False),  # another consumer could take the fence
+    ({"address": "a"}, False),  # a send to the queue's name would not reach it
+    ({"routing_type": 0}, False),  # multicast: every subscription would get a fence
+    ({"filter_string": "x > 1"}, False),  # the filter could hold the fence back
+    ({"exists": False}, False),
+])
+def test_a_fence_is_sent_only_where_it_can_reach_only_the_drain(query: dict[str, Any], sent: bool) -> None:
+    session = _FakeQueueSession(**query)
+    fence = asyncio.run(send_fence(cast(Any, session), "q"))
+    assert (fence is not None) == sent
+    assert len(session.producer.sent) == int(sent)
+    if fence is not None:
+        marker = session.producer.sent[0]
+        assert marker.priority == 0
+        assert not marker.durable
+        assert fence.marks(Delivery(marker, consumer_id=1, delivery_count=1, size=10))
 
 
 def test_a_drain_that_does_not_acknowledge() -> None:

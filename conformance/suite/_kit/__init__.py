@@ -22,7 +22,19 @@ from ._clients import REATTACHING, RESTARTING, client_settings, protocol_version
 from ._judging import judge_history, judged, judged_afterwards, repeated
 from ._messages import key_of, message, queue_for, seq_of, unique
 from ._running import SCENARIO_S, bounded, observed, restarted, run
-from ._traffic import QUIET_S, RECEIVE_S, Ack, drain, drain_queue, drain_url, record_receipt, send_keyed, settle_sends
+from ._traffic import (
+    QUIET_S,
+    RECEIVE_S,
+    Ack,
+    Fence,
+    drain,
+    drain_queue,
+    drain_url,
+    record_receipt,
+    send_fence,
+    send_keyed,
+    settle_sends,
+)
 from ._waits import POLL_S, poll, poll_value, signalled, wait_until
 
 __all__ = [
@@ -33,6 +45,7 @@ __all__ = [
     "RESTARTING",
     "SCENARIO_S",
     "Ack",
+    "Fence",
     "bounded",
     "client_settings",
     "drain",
@@ -52,6 +65,7 @@ __all__ = [
     "repeated",
     "restarted",
     "run",
+    "send_fence",
     "send_keyed",
     "seq_of",
     "settle_sends",

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import uuid
 from collections.abc import Sequence
 from typing import Literal
 
+from cck.codec import CoreMessage, RoutingType, TypedProperties
 from cck.conformance.oracles import History
 from cck.conformance.plugin import Settings
-from cck.reference.client import ClientSettings, Connection, Consumer, Delivery, Producer, connect
+from cck.reference.client import ClientSettings, Connection, Consumer, Delivery, Producer, Session, connect
 
 from ._messages import key_of, message, seq_of
 
-__all__ = ["QUIET_S", "RECEIVE_S", "Ack", "drain", "drain_queue", "drain_url", "record_receipt", "send_keyed",
-           "settle_sends"]
+__all__ = ["QUIET_S", "RECEIVE_S", "Ack", "Fence", "drain", "drain_queue", "drain_url", "record_receipt", "send_fence",
+           "send_keyed", "settle_sends"]
 
 #: How long a "nothing more arrives" drain listens, in (unscaled) seconds.
 QUIET_S = 1.0
@@ -61,11 +63,45 @@ def record_receipt(history: History, process: str, delivery: Delivery, *, produc
                      redelivered=delivery.delivery_count > 1, **order)
 
 
+#: The property that marks a fence (its value tells one drain's fence from another's); never a key.
+_FENCE = "cck_fence"
+
+
+@dataclasses.dataclass(frozen=True)
+class Fence:
+    """A marker message sent to the tail of a queue once everything a case did there has settled: FIFO order puts
+    every message already in the queue (duplicates stored by a replay included) before it, so a drain that sees
+    its fence after the expected messages has seen the rest and need not sit out a quiet window."""
+
+    token: str
+
+    def marks(self, delivery: Delivery) -> bool:
+        value = delivery.message.properties.get(_FENCE)
+        return (value.decode() if isinstance(value, bytes) else value) == self.token
+
+
+async def send_fence(session: Session, queue: str) -> Fence | None:
+    """Send a fence to ``queue`` through ``session``, where the fence can only reach the drain's consumer: an
+    anycast queue of the same name as its address, with no consumer yet.  Anywhere else (or if the queue is not
+    there) no fence is sent and the drain keeps its quiet window."""
+    query = await session.queue_query(queue)
+    if (not query.exists or query.address != queue or query.consumer_count
+            or query.routing_type != RoutingType.ANYCAST or query.filter_string):
+        return None
+    fence = Fence(uuid.uuid4().hex)
+    # priority 0, the lowest: a priority-ordered queue still delivers every message already stored before it
+    await session.create_producer(queue).send(
+        CoreMessage(b"", priority=0, properties=TypedProperties.of({_FENCE: fence.token})))
+    return fence
+
+
 async def drain(consumer: Consumer, history: History, process: str, *, quiet_s: float, expected: int = 0,
                 receive_s: float = 0.0, ack: Ack = "individual", producer: str | None = None,
-                within_s: float | None = None) -> list[Delivery]:
+                within_s: float | None = None, fence: Fence | None = None) -> list[Delivery]:
     """Receive until ``expected`` messages arrived (each within ``receive_s``) and then nothing more for
-    ``quiet_s``, or until ``within_s`` (if given) has passed; every receipt goes into ``history``."""
+    ``quiet_s``, or until ``within_s`` (if given) has passed; every receipt goes into ``history``.  With a
+    ``fence``, the drain also ends as soon as the fence arrives after the expected messages (a fence that
+    overtook some of them, or none, leaves the quiet window in force); the fence is acknowledged, not recorded."""
     loop = asyncio.get_running_loop()
     end = None if within_s is None else loop.time() + within_s
     got: list[Delivery] = []
@@ -73,6 +109,11 @@ async def drain(consumer: Consumer, history: History, process: str, *, quiet_s: 
         delivery = await consumer.receive(receive_s if len(got) < expected else quiet_s)
         if delivery is None:
             break
+        if fence is not None and fence.marks(delivery):
+            await consumer.individual_acknowledge(delivery)
+            if len(got) >= expected:
+                break
+            continue
         got.append(delivery)
         record_receipt(history, process, delivery, producer=producer)
         if ack == "individual":
@@ -88,10 +129,11 @@ async def drain_queue(connection: Connection, queue: str, history: History, expe
     """Everything left in ``queue``, through a new session of ``connection`` (acknowledged, so the queue ends
     empty): the keys received, in order."""
     session = await connection.create_session()
+    fence = await send_fence(session, queue)
     consumer = await session.create_consumer(queue)
     session.start()
     got = await drain(consumer, history, process, expected=expected, quiet_s=settings.deadline(QUIET_S),
-                      receive_s=settings.deadline(RECEIVE_S))
+                      receive_s=settings.deadline(RECEIVE_S), fence=fence)
     await session.close()
     return [key_of(d) for d in got]
 
@@ -104,8 +146,9 @@ async def drain_url(url: str, queue: str, history: History, settings: ClientSett
     plain = dataclasses.replace(settings, reconnect_attempts=0, block_on_acknowledge=True)
     async with await connect(url, settings=plain) as connection:
         session = await connection.create_session()
+        fence = await send_fence(session, queue)
         consumer = await session.create_consumer(queue)
         session.start()
         got = await drain(consumer, history, process, quiet_s=quiet, ack="cumulative", producer=producer,
-                          within_s=timeout)
+                          within_s=timeout, fence=fence)
     return len(got)
