@@ -377,7 +377,8 @@ def test_blocking_call_in_flight_is_interrupted(case: Case, cck_target: Target, 
                         history.info("caller", f, key, producer="C", seq=seq)
                 assert isinstance(outcome, FailoverInterrupted), f"the waiting {call} ended with {outcome!r}"
                 assert watch.kinds.count("recreated") >= 1, watch.kinds
-                got = await drain_queue(connection, queue, history, len(keys), cck_settings)
+                # the outcome is unknown, so none of the messages is expected: the drain takes what is there
+                got = await drain_queue(connection, queue, history, 0, cck_settings)
                 evidence.note("received_after", got)
                 if call == "commit":
                     assert len(got) in (0, COUNT), f"a part of the transaction was delivered: {got}"
