@@ -19,6 +19,7 @@ from ._server import BrokerServer
 from .broker import BrokerCore, BrokerSettings, JournalStorage, Queue, open_journal
 from .cluster import UdpGroups, cluster_role, scale_down, start_cluster
 from .config import BrokerConfig, ConfigError, SecurityModel, default_config, load_config
+from .ha import BackupAnnouncer, SharedStoreActivation, SharedStoreLock
 from .journal import JournalError
 
 LOG = logging.getLogger("cck.reference")
@@ -52,12 +53,67 @@ async def _run(args: argparse.Namespace) -> int:
     for warning in config.warnings:
         LOG.warning("unsupported configuration", extra={"element": warning.element, "path": warning.path,
                                                         "detail": warning.message})
-    acceptor = next((a for a in config.acceptors if a.protocols is None or "CORE" in a.protocols), None)
-    host = args.host or (acceptor.host if acceptor else "127.0.0.1")
-    port = args.port if args.port is not None else (acceptor.port if acceptor else 61616)
     data = args.data or _journal_parent(config)
     settings = broker_settings(config, _node_id(data))
     settings = dataclasses.replace(settings, cluster=cluster_role(config, settings.node_id))
+    if config.ha_policy.kind == "replication":
+        print("reference broker: <ha-policy><replication> is not implemented yet (shared-store is)", file=sys.stderr)
+        return 2
+    # The handlers go in before anything can print a line a supervisor waits for: a supervisor that stops the
+    # broker as soon as it reads "listening" (or "waiting") must get a graceful stop, not SIGTERM's default.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    lock: SharedStoreLock | None = None
+    if config.ha_policy.kind == "shared-store":
+        lock = SharedStoreLock(data)
+        if not await _activate_on_the_shared_store(config, settings, lock, stop):
+            return 0
+    try:
+        return await _serve(args, config, settings, data, stop)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+async def _activate_on_the_shared_store(config: BrokerConfig, settings: BrokerSettings, lock: SharedStoreLock,
+                                        stop: asyncio.Event) -> bool:
+    """Wait for the shared store's lock: at once for a primary whose store is free; otherwise (a backup, or a
+    primary whose backup took over) announced as the active server's backup meanwhile.  False: told to stop
+    while waiting."""
+    if lock.try_acquire():
+        return True
+    announcer = _announcer(config, settings)
+    if announcer is not None:
+        announcer.start()
+    role = "backup" if config.ha_policy.is_backup else "primary (its backup is active)"
+    print(f"reference broker waiting for the shared store as {role} of node {settings.node_id}", file=sys.stderr,
+          flush=True)
+    try:
+        return await SharedStoreActivation(lock, stop).wait()
+    finally:
+        if announcer is not None:
+            await announcer.stop()
+
+
+def _announcer(config: BrokerConfig, settings: BrokerSettings) -> BackupAnnouncer | None:
+    """Announces this server to the active one: its cluster connection's own connector, to its static
+    connectors (the other server of the pair); ``None`` without a cluster connection (nobody to tell)."""
+    role = settings.cluster
+    if role is None or role.connector is None or not config.cluster_connections:
+        return None
+    connectors = {c.name: c for c in config.connectors}
+    others = [connectors[n] for n in config.cluster_connections[0].static_connectors]
+    return BackupAnnouncer(settings.node_id, role.connector, [(c.host, c.port) for c in others],
+                           user=role.user, password=role.password)
+
+
+async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: BrokerSettings, data: Path,
+                 stop: asyncio.Event) -> int:
+    acceptor = next((a for a in config.acceptors if a.protocols is None or "CORE" in a.protocols), None)
+    host = args.host or (acceptor.host if acceptor else "127.0.0.1")
+    port = args.port if args.port is not None else (acceptor.port if acceptor else 61616)
     # Built before anything starts: a group that cannot work is a ConfigError.  The cluster
     # connections subscribe to ``udp_groups.discovery[name]``.
     udp_groups = UdpGroups(config, settings.node_id)
@@ -77,12 +133,6 @@ async def _run(args: argparse.Namespace) -> int:
         LOG.info("recovered", extra=vars(report))
     _declare_addresses(core, config)
     server = BrokerServer(core, host, port, group_commit=storage)
-    # The handlers go in before the "listening" line: a supervisor that stops the broker as soon as it
-    # reads that line must get a graceful stop, not the default action of SIGTERM.
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await server.start()
     await udp_groups.start()
     own_host = f"[{host}]" if ":" in host else host
@@ -145,10 +195,13 @@ def _node_id(data: Path) -> str:
     """The broker's node ID: made once, kept in the data directory (as Artemis keeps its own)."""
     data.mkdir(parents=True, exist_ok=True)
     path = data / "node-id"
-    if path.exists():
-        return path.read_text(encoding="ascii").strip()
     node = str(uuid.uuid4())
-    path.write_text(node + "\n", encoding="ascii")
+    try:
+        # exclusive: the two servers of a shared store may start together, and must not keep two IDs
+        with path.open("x", encoding="ascii") as made:
+            made.write(node + "\n")
+    except FileExistsError:
+        return path.read_text(encoding="ascii").strip()
     return node
 
 

@@ -34,33 +34,49 @@ class RunningBroker:
         return f"tcp://{self.host}:{self.port}"
 
 
+class Launched:
+    """A reference broker process whose stderr lines are kept (``log``) and can be waited for."""
+
+    def __init__(self, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "cck.reference", "broker", *args],
+            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        self.log: list[str] = []
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.log.append(line)
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def wait_for(self, pattern: re.Pattern[str], deadline_s: float = START_DEADLINE_S) -> re.Match[str]:
+        """The first line from now on that matches ``pattern``; a process that exits or stays silent past the
+        deadline fails the test with its log."""
+        while True:
+            try:
+                line = self._lines.get(timeout=deadline_s)
+            except queue.Empty:
+                self.process.kill()
+                raise AssertionError(f"reference broker printed no {pattern.pattern!r} within {deadline_s}s: "
+                                     f"{''.join(self.log)}") from None
+            if line is None:
+                raise AssertionError(f"reference broker exited waiting for {pattern.pattern!r}: {''.join(self.log)}")
+            match = pattern.search(line)
+            if match:
+                return match
+
+    def running(self) -> RunningBroker:
+        """Once it listens: its address."""
+        match = self.wait_for(LISTENING)
+        return RunningBroker(self.process, match.group(1), int(match.group(2)), self.log)
+
+
 def start_reference_broker(data: Path, *extra: str) -> RunningBroker:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "cck.reference", "broker", "--port", "0", "--data", str(data), *extra],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    lines: queue.Queue[str | None] = queue.Queue()
-    log: list[str] = []
-
-    def pump() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            log.append(line)
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
-    while True:
-        try:
-            line = lines.get(timeout=START_DEADLINE_S)
-        except queue.Empty:
-            process.kill()
-            raise AssertionError(f"reference broker did not start within {START_DEADLINE_S}s: {''.join(log)}") from None
-        if line is None:
-            raise AssertionError(f"reference broker exited at start: {''.join(log)}")
-        match = LISTENING.search(line)
-        if match:
-            return RunningBroker(process, match.group(1), int(match.group(2)), log)
+    return Launched("--port", "0", "--data", str(data), *extra).running()
 
 
 def stop_reference_broker(broker: RunningBroker) -> int:
