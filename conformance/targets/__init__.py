@@ -44,6 +44,7 @@ from ._topology import (
     AddressSetting,
     AddressSpec,
     ClusterSpec,
+    HASpec,
     NodeSpec,
     QueueSpec,
     ScaleDownSpec,
@@ -96,6 +97,7 @@ __all__ = [
     "QueueSpec",
     "AddressSetting",
     "ClusterSpec",
+    "HASpec",
     "ScaleDownSpec",
     # configuration files
     "TEMPLATE_DIR",

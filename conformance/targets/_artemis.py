@@ -83,6 +83,9 @@ def _training_etc(topology_scanner: bool, etc: Path, data: Path, port: int) -> N
 class ArtemisNode(ManagedNode):
     # AMQ221007 "Server is now active" (2.44.0) / "Server is now live" (2.28.0): the same message id
     ready = re.compile(r"AMQ221007")
+    # an HA backup: AMQ221109 "Backup Server ... started; waiting for primary to fail" (shared store), AMQ221024
+    # "Backup server ... is synchronized with primary server" (replication)
+    passive = re.compile(r"AMQ221109|AMQ221024")
     launch_label = "artemis broker"
     # the JVM's shutdown hook stops the server on SIGTERM; the JVM then reports the signal (128 + 15)
     clean_exit_codes = frozenset({0, 143})

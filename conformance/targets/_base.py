@@ -107,6 +107,8 @@ class ManagedNode(Node):
     """A broker process the kit runs: subclasses say how to prepare, launch and recognise it."""
 
     ready: ClassVar[re.Pattern[str]]
+    #: the line of a server that started passive (an HA backup waiting to take over); None: it always activates
+    passive: ClassVar[re.Pattern[str] | None] = None
     #: what the run's count of launched processes calls this kind of broker
     launch_label: ClassVar[str] = "broker"
     clean_exit_codes: ClassVar[frozenset[int]] = frozenset({0})
@@ -129,6 +131,8 @@ class ManagedNode(Node):
         self.starts = 0
         #: turns the broker's command line into one that runs it elsewhere (a network namespace)
         self.launcher: Callable[[list[str]], list[str]] | None = None
+        #: whether the running server serves (False: it started passive and has not taken over yet)
+        self.active = False
 
     # ---------------------------------------------------------------- what a kind of broker defines
 
@@ -169,14 +173,17 @@ class ManagedNode(Node):
             self._prepared = True
         self.starts += 1
         argv, env = self._argv(), self._env()
-        process = BrokerProcess(argv if self.launcher is None else self.launcher(argv), ready=self.ready,
+        ready = self.ready if self.passive is None else re.compile(f"{self.ready.pattern}|{self.passive.pattern}")
+        process = BrokerProcess(argv if self.launcher is None else self.launcher(argv), ready=ready,
                                 log_file=self.log_file, tail=self._tail, cwd=self.node_dir, env=env,
                                 label=self.launch_label,
                                 fork_server=self._fork_server(env) if self.launcher is None else None)
         self._process = process
         try:
             match = process.wait_ready(self.start_deadline_s)
-            self._check_ready(match, "".join(process.startup))
+            self.active = self.ready.search(match.group(0)) is not None
+            if self.active:
+                self._check_ready(self.ready.search(match.group(0)) or match, "".join(process.startup))
         except ExitedEarly as exc:
             self.last_exit_code = process.wait(self.stop_deadline_s)
             raise NodeStartError(self.name, f"the broker {exc}", self.logs(LOG_TAIL_LINES)) from None
@@ -189,6 +196,20 @@ class ManagedNode(Node):
         except BaseException:
             self.last_exit_code = process.kill(self.stop_deadline_s)
             raise
+
+    def wait_active(self, deadline_s: float) -> None:
+        """Until a passive server (a backup) says it is active; at once if it already is.  NodeStartError when it
+        ends or stays passive past the deadline (the process is left as it is)."""
+        if self.active:
+            return
+        process = self._process
+        if process is None or not process.running:
+            raise NodeStartError(self.name, "is not running, so it cannot become active", self.logs(LOG_TAIL_LINES))
+        try:
+            process.wait_line(self.ready, deadline_s)
+        except (ExitedEarly, NotReady) as exc:
+            raise NodeStartError(self.name, f"did not become active: {exc}", self.logs(LOG_TAIL_LINES)) from None
+        self.active = True
 
     def stop(self) -> None:
         process = self._process
@@ -370,8 +391,13 @@ class ManagedTarget(Target):
         stopped = [n for n in self._nodes if not n.is_running]
         if self.network is not None and not self.network.created:
             self.network.create()
+        ha = self.topology.ha
+        backups = {backup for _, backup in ha.pairs} if ha is not None else set()
         try:
-            _run_all(stopped, ManagedNode.start)
+            # an HA pair's primary first: a backup started with it could take the shared store, or find no one
+            # to replicate from
+            _run_all([n for n in stopped if n.name not in backups], ManagedNode.start)
+            _run_all([n for n in stopped if n.name in backups], ManagedNode.start)
         except BaseException:
             for node in stopped:
                 node.close()

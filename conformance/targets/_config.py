@@ -82,6 +82,12 @@ def _scanner_attempts(topology: Topology, topology_scanner: bool) -> int | None:
     return None
 
 
+def _ha_role(topology: Topology, node: str) -> str | None:
+    """``primary``, ``backup``, or None for a node in no HA pair."""
+    role = topology.ha.role_of(node) if topology.ha is not None else None
+    return role[0] if role is not None else None
+
+
 def render_broker_xml(topology: Topology, node: str, *, template_dir: Path = TEMPLATE_DIR,
                       topology_scanner: bool = True) -> str:
     """broker.xml for ``node`` of a resolved topology (ports and data directories set).
@@ -110,6 +116,7 @@ def render_broker_xml(topology: Topology, node: str, *, template_dir: Path = TEM
         scale_down_connectors=scale_down.connectors(names, cluster.discovery) if scale_down and cluster else (),
         scale_down_discovery=scale_down.uses_discovery(cluster.discovery) if scale_down and cluster else False,
         topology_scanner_attempts=_scanner_attempts(topology, topology_scanner),
+        ha=topology.ha, ha_role=_ha_role(topology, node),
     )
     try:
         etree.fromstring(text.encode("utf-8"), etree.XMLParser(resolve_entities=False, no_network=True))

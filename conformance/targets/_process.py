@@ -95,6 +95,9 @@ class BrokerProcess:
         self.ready_match: re.Match[str] | None = None
         self.startup: list[str] = []  # this run's lines up to the ready line
         self._ready = threading.Event()
+        #: this run's lines after the ready line, for :meth:`wait_line` (a backup that becomes active later)
+        self._later: list[str] = []
+        self._more = threading.Condition()
         self._ended = threading.Event()
         self._finished = False
         log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -150,8 +153,14 @@ class BrokerProcess:
                     if match:
                         self.ready_match = match
                         self._ready.set()
+                else:
+                    with self._more:
+                        self._later.append(line)
+                        self._more.notify_all()
         finally:
             self._ended.set()
+            with self._more:
+                self._more.notify_all()
 
     @property
     def pid(self) -> int:
@@ -173,6 +182,25 @@ class BrokerProcess:
                 raise ExitedEarly(code)
             if time.monotonic() >= end:
                 raise NotReady(f"no line matching {self._ready_pattern.pattern!r} within {deadline_s:.0f}s")
+
+    def wait_line(self, pattern: re.Pattern[str], deadline_s: float) -> re.Match[str]:
+        """The first line after the ready line that matches ``pattern``, waiting up to ``deadline_s`` (woken by each
+        new line, no poll); ExitedEarly if the process ends first, NotReady when the deadline passes."""
+        end = time.monotonic() + deadline_s
+        seen = 0
+        with self._more:
+            while True:
+                for line in self._later[seen:]:
+                    match = pattern.search(line)
+                    if match:
+                        return match
+                seen = len(self._later)
+                if self._ended.is_set():
+                    raise ExitedEarly(self.popen.poll() or 0)
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise NotReady(f"no line matching {pattern.pattern!r} within {deadline_s:.0f}s")
+                self._more.wait(left)
 
     def signal_group(self, sig: signal.Signals) -> None:
         if self.popen.poll() is not None:

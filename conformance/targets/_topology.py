@@ -21,6 +21,7 @@ __all__ = [
     "AddressSetting",
     "AddressSpec",
     "ClusterSpec",
+    "HASpec",
     "NodeSpec",
     "QueueSpec",
     "ScaleDownSpec",
@@ -168,6 +169,38 @@ class AddressSetting:
     def of(cls, match: str, **values: object) -> AddressSetting:
         """``AddressSetting.of("#", max_delivery_attempts=3, auto_create_queues=True)``."""
         return cls(match, tuple((k.replace("_", "-"), _text(v)) for k, v in values.items()))
+
+
+@dataclass(frozen=True)
+class HASpec:
+    """High-availability pairs (``<ha-policy>``): each ``(primary, backup)`` of ``pairs`` names two nodes of the
+    topology, rendered ``<master>`` and ``<slave>`` under ``<shared-store>`` or ``<replication>`` (the only
+    spellings both Artemis 2.28.0 and 2.44.0 read).  Under ``shared-store`` the backup's data directory is the
+    primary's (one journal on one store).  ``allow_failback``: the backup's; ``failover_on_shutdown``: both
+    shared-store servers'; ``check_for_live_server``: the replication primary's (ask the cluster whether its
+    backup took over before activating on a restart)."""
+
+    policy: Literal["shared-store", "replication"] = "shared-store"
+    pairs: tuple[tuple[str, str], ...] = (("node0", "node1"),)
+    allow_failback: bool = True
+    failover_on_shutdown: bool = False
+    check_for_live_server: bool = False
+
+    def __post_init__(self) -> None:
+        _check(self.policy in ("shared-store", "replication"),
+               f"HA policy {self.policy!r} is not 'shared-store' or 'replication'")
+        _check(bool(self.pairs), "an HA spec needs at least one (primary, backup) pair")
+        named = [n for pair in self.pairs for n in pair]
+        _check(len(named) == len(set(named)), f"a node is in more than one HA pair, or paired with itself: {named}")
+
+    def role_of(self, node: str) -> tuple[Literal["primary", "backup"], str] | None:
+        """``("primary", its backup)``, ``("backup", its primary)``, or None for a node in no pair."""
+        for primary, backup in self.pairs:
+            if node == primary:
+                return "primary", backup
+            if node == backup:
+                return "backup", primary
+        return None
 
 
 @dataclass(frozen=True)
@@ -369,6 +402,7 @@ class Topology:
     addresses: tuple[AddressSpec, ...] = field(default_factory=_default_addresses)
     address_settings: tuple[AddressSetting, ...] = field(default_factory=_default_settings)
     cluster: ClusterSpec | None = None
+    ha: HASpec | None = None
     #: ``loopback``: every node on 127.0.0.1 (its own port); ``netns``: every node in a network namespace of its
     #: own with its own address on a bridge (root only; ``_netns``), hosts chosen when the target is made
     network: Literal["loopback", "netns"] = "loopback"
@@ -390,6 +424,13 @@ class Topology:
             unknown = sorted({n for n in named if n not in known})
             _check(not unknown, f"the cluster names node(s) {', '.join(unknown)} that the topology does not have "
                                 f"(nodes: {', '.join(names)})")
+        if self.ha is not None:
+            # the pair finds each other, and its clients learn the backup, through the cluster connection
+            _check(self.cluster is not None, "HA pairs need a cluster (the pair's cluster connection)")
+            unknown = sorted({n for pair in self.ha.pairs for n in pair} - set(names))
+            _check(not unknown, f"the HA pairs name node(s) {', '.join(unknown)} that the topology does not have")
+            _check(self.cluster is None or not self.cluster.scale_down, "a node has one ha-policy: HA pairs and "
+                   "scale-down cannot be combined")
 
     @classmethod
     def single(
@@ -407,6 +448,14 @@ class Topology:
             addresses=_default_addresses() if addresses is None else addresses,
             address_settings=_default_settings() if address_settings is None else address_settings,
         )
+
+    @classmethod
+    def ha_pair(cls, ha: HASpec | None = None, cluster: ClusterSpec | None = None) -> Topology:
+        """A primary ``node0`` and its backup ``node1`` under ``ha`` (shared store by default), in a cluster of
+        the two (static connectors: each names the other)."""
+        ha = ha or HASpec()
+        _check(len(ha.pairs) == 1, "ha_pair makes one pair; build a Topology for more")
+        return dataclasses.replace(cls.cluster_of(2, cluster), ha=ha)
 
     @classmethod
     def cluster_of(cls, count: int, cluster: ClusterSpec | None = None, *, like: NodeSpec | None = None) -> Topology:
@@ -453,6 +502,11 @@ class Topology:
             )
             for n in self.nodes
         )
+        if self.ha is not None and self.ha.policy == "shared-store":
+            # one store per pair: the backup's journal, bindings and paging are the primary's
+            by_name = {n.name: n for n in nodes}
+            shared = {backup: by_name[primary].data_dir for primary, backup in self.ha.pairs}
+            nodes = tuple(dataclasses.replace(n, data_dir=shared[n.name]) if n.name in shared else n for n in nodes)
         cluster = self.cluster
         if cluster is not None and cluster.group_port == 0:
             cluster = dataclasses.replace(cluster, group_port=udp_ports(1)[0])
