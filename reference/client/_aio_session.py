@@ -218,7 +218,8 @@ class Session:
         timeout_ms = self.core.settings.call_timeout_ms
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
-        while not credits.try_acquire(size):
+        # looked up again each time: a recreated session drops the old session's credits and asks anew
+        while not (credits := self.core.credits_for(address) or credits).try_acquire(size):
             self._pump()
             self._credit_event.clear()
             if self.core.closed:

@@ -143,6 +143,8 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
             if self.server_version >= ARTEMIS_2_28_0_VERSION:
                 self.write(CreateProducerMessage(producer.producer_id, producer.address))
         self.credits.clear()  # credits granted by the lost session are gone; they are asked for again on use
+        if self.on_credits is not None:
+            self.on_credits()  # a send waiting for the old session's credits asks again (Artemis resets them)
         if self.active_xid is not None:
             self.write(SessionXAAfterFailedMessage(self.active_xid))
         if self.started:

@@ -328,6 +328,28 @@ def test_without_a_window_the_broker_refuses_the_reattach_and_the_session_is_rec
     assert drain(net, session) == [0, 1, 2]
 
 
+def test_a_recreate_drops_the_old_credits_wakes_their_waiters_and_the_next_look_asks_the_new_session() -> None:
+    net = attached(NO_WINDOW)
+    session = net.session()
+    with_queue(net, session)
+    woken: list[int] = []
+    session.on_credits = lambda: woken.append(1)
+    net.drop_to_broker = True
+    old = session.credits_for("q")  # its request is lost with the connection
+    net.pump()
+    net.drop_to_broker = False
+    assert old is not None
+    assert old.available == 0
+    net.cut()
+    assert net.kinds()[-1] == "recreated"
+    assert woken  # a send blocked on the old credits looks again
+    new = session.credits_for("q")
+    assert new is not None
+    assert new is not old
+    net.pump()
+    assert new.available > 0  # granted by the recreated session
+
+
 def test_a_transaction_with_work_in_it_is_rolled_back_by_a_recreate() -> None:
     net = attached(NO_WINDOW)
     setup = net.session("setup")
