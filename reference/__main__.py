@@ -65,25 +65,56 @@ async def _run(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    lock: SharedStoreLock | None = None
-    if config.ha_policy.kind == "shared-store":
-        lock = SharedStoreLock(data)
-        if not await _activate_on_the_shared_store(config, settings, lock, stop):
+    if config.ha_policy.kind != "shared-store":
+        return await _serve(args, config, settings, data, stop, None)
+    policy = config.ha_policy
+    lock = SharedStoreLock(data)
+    request = data / FAILBACK_REQUEST
+    deferring = False
+    while True:
+        if not await _activate_on_the_shared_store(config, settings, lock, stop, defer=deferring):
             return 0
-    try:
-        return await _serve(args, config, settings, data, stop)
-    finally:
-        if lock is not None:
+        if not policy.is_backup:
+            request.unlink(missing_ok=True)  # a failback this primary asked for is done
+        failback = asyncio.Event()
+        watcher = (asyncio.ensure_future(_watch_for_failback(request, failback))
+                   if policy.is_backup and policy.allow_failback else None)
+        try:
+            code = await _serve(args, config, settings, data, stop, failback)
+        finally:
             lock.release()
+            if watcher is not None:
+                watcher.cancel()
+        if not failback.is_set() or not policy.restart_backup:
+            return code
+        LOG.info("handed the shared store back to the primary; waiting as its backup again")
+        deferring = True
+
+
+#: A primary that finds its backup active asks it, through this file in the shared store, to hand the store back
+#: (``allow-failback`` on the backup).
+FAILBACK_REQUEST = "failback-requested"
+
+
+async def _watch_for_failback(request: Path, failback: asyncio.Event, poll_s: float = 0.1) -> None:
+    """Sets ``failback`` once the primary asked for the store (``request`` exists)."""
+    while not request.exists():
+        await asyncio.sleep(poll_s)  # a file has no asynchronous wait; the broker's own poll, not a test's
+    LOG.info("the primary asks for the shared store back (failback)")
+    failback.set()
 
 
 async def _activate_on_the_shared_store(config: BrokerConfig, settings: BrokerSettings, lock: SharedStoreLock,
-                                        stop: asyncio.Event) -> bool:
+                                        stop: asyncio.Event, *, defer: bool = False) -> bool:
     """Wait for the shared store's lock: at once for a primary whose store is free; otherwise (a backup, or a
-    primary whose backup took over) announced as the active server's backup meanwhile.  False: told to stop
-    while waiting."""
-    if lock.try_acquire():
+    primary whose backup took over) announced as the active server's backup meanwhile.  A primary that finds the
+    store taken asks for it back (a backup with ``allow-failback`` hands it over); ``defer``: a backup that just
+    handed it over leaves it to the primary first.  False: told to stop while waiting."""
+    request = lock.path.parent / FAILBACK_REQUEST
+    if not defer and lock.try_acquire():
         return True
+    if not config.ha_policy.is_backup:
+        request.touch()
     announcer = _announcer(config, settings)
     if announcer is not None:
         announcer.start()
@@ -91,7 +122,7 @@ async def _activate_on_the_shared_store(config: BrokerConfig, settings: BrokerSe
     print(f"reference broker waiting for the shared store as {role} of node {settings.node_id}", file=sys.stderr,
           flush=True)
     try:
-        return await SharedStoreActivation(lock, stop).wait()
+        return await SharedStoreActivation(lock, stop, defer_to=request if defer else None).wait()
     finally:
         if announcer is not None:
             await announcer.stop()
@@ -110,7 +141,9 @@ def _announcer(config: BrokerConfig, settings: BrokerSettings) -> BackupAnnounce
 
 
 async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: BrokerSettings, data: Path,
-                 stop: asyncio.Event) -> int:
+                 stop: asyncio.Event, failback: asyncio.Event | None) -> int:
+    """Serve until ``stop`` (a graceful stop: DISCONNECT to the clients, scale-down if configured) or ``failback``
+    (the store goes back to the primary: the clients' connections close without DISCONNECT, so they fail over)."""
     acceptor = next((a for a in config.acceptors if a.protocols is None or "CORE" in a.protocols), None)
     host = args.host or (acceptor.host if acceptor else "127.0.0.1")
     port = args.port if args.port is not None else (acceptor.port if acceptor else 61616)
@@ -139,12 +172,17 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: Broke
     cluster = start_cluster(config, core.cluster, udp_groups, f"tcp://{own_host}:{server.bound_port}",
                             server.poke)
     print(f"reference broker listening on {host}:{server.bound_port}", file=sys.stderr, flush=True)
-    await stop.wait()
+    ends = [asyncio.ensure_future(event.wait()) for event in (stop, failback) if event is not None]
+    await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
+    for end in ends:
+        end.cancel()
+    handing_back = failback is not None and failback.is_set() and not stop.is_set()
     if cluster is not None:
         await cluster.stop()
-    await scale_down(config, core, server, udp_groups)
+    if not handing_back:
+        await scale_down(config, core, server, udp_groups)
     await udp_groups.stop()
-    await server.stop()
+    await server.stop(disconnect=not handing_back)
     if storage is not None:
         storage.journal.sync()
         storage.journal.close()

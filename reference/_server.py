@@ -152,9 +152,11 @@ class BrokerServer:
     async def __aexit__(self, *_: object) -> None:
         await self.stop()
 
-    async def stop(self) -> None:
-        """Graceful stop: DISCONNECT to all, flush, close."""
-        self.core.shutdown()
+    async def stop(self, *, disconnect: bool = True) -> None:
+        """Graceful stop: DISCONNECT to all, flush, close.  Without ``disconnect`` the clients are told nothing:
+        their connections just close, so they fail over (a backup handing the store back to its primary)."""
+        if disconnect:
+            self.core.shutdown()
         self._flush()
         await self._idle()  # the DISCONNECTs and every reply still waiting are out before the sockets close
         if self._fsync_thread is not None:

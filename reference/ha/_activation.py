@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from pathlib import Path
 
 from ._lock import SharedStoreLock
 
@@ -18,17 +19,28 @@ __all__ = ["SharedStoreActivation"]
 LOG = logging.getLogger("cck.reference.ha")
 
 
-class SharedStoreActivation:
-    """Waits for ``lock`` until it is held (True) or ``stop`` is set (False)."""
+#: How long a backup that handed the store back leaves it to the primary that asked (the primary removes its
+#: request once it holds the lock; a request left by a primary that died before that expires after this).
+DEFER_S = 5.0
 
-    def __init__(self, lock: SharedStoreLock, stop: asyncio.Event, *, poll_s: float = 0.1) -> None:
+
+class SharedStoreActivation:
+    """Waits for ``lock`` until it is held (True) or ``stop`` is set (False).  ``defer_to``: a failback request
+    (a file) that, while it exists and for at most :data:`DEFER_S`, keeps this server from trying the lock."""
+
+    def __init__(self, lock: SharedStoreLock, stop: asyncio.Event, *, poll_s: float = 0.1,
+                 defer_to: Path | None = None) -> None:
         self.lock = lock
         self.stop = stop
         self.poll_s = poll_s
+        self.defer_to = defer_to
 
     async def wait(self) -> bool:
+        loop = asyncio.get_running_loop()
+        defer_until = loop.time() + DEFER_S
         first = True
-        while not self.lock.try_acquire():
+        while (self.defer_to is not None and self.defer_to.exists() and loop.time() < defer_until) \
+                or not self.lock.try_acquire():
             if first:
                 LOG.info("waiting for the shared store's lock", extra={"path": str(self.lock.path)})
                 first = False
