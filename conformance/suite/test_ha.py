@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 
 from cck.conformance.cases import Case, cases
+from cck.conformance.clients import ClientUnderTest
 from cck.conformance.evidence import CaseEvidence
 from cck.conformance.oracles import History
 from cck.conformance.plugin import Settings
@@ -79,7 +80,7 @@ def _backup_of_primary(connection: Connection, primary: Connector) -> Connector 
 # ---------------------------------------------------------------------------------------------------- topology
 
 TOPOLOGY = tuple(
-    Case(f"ha.topology.{n}", "ha.backup-candidates",
+    Case(f"ha.topology.{n}", "ha.backup-candidates" if step == "paired" else "ha.backup-candidates-current",
          f"{policy} pair; the client connects to the primary only and subscribes to the topology"
          + ("" if step == "paired" else "; then the kit stops the backup (SIGTERM)"),
          "the member whose live connector is the primary's acceptor names the backup's acceptor as its backup"
@@ -250,15 +251,25 @@ NO_SURVIVOR = tuple(
 
 
 @cases(*NO_SURVIVOR)
-def test_no_session_survives_the_loss_of_both_servers(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+def test_no_session_survives_the_loss_of_both_servers(case: Case, cck_client: ClientUnderTest,
+                                                      cck_make_target: MakeTarget, cck_settings: Settings,
                                                       evidence: CaseEvidence) -> None:
+    cck_client.require_kit("the case watches the failure listener, the reconnect attempts and a call after giving "
+                           "up through the kit's client API")
     target = _pair(cck_make_target(Topology.ha_pair(HASpec(case.params["policy"]))))
     evidence.note("target", target.describe())
+    attempts = 3
 
     async def scenario() -> None:
-        settings = client_settings(target, RESTARTING, reconnect_attempts=3)
+        settings = client_settings(target, RESTARTING, reconnect_attempts=attempts)
         async with await connect(target.node("node0").url, settings=settings) as connection:
             watch = Watch(connection)
+            primary, backup = _acceptor(target, "node0"), _acceptor(target, "node1")
+            with contextlib.suppress(NotObserved):
+                await wait_until(lambda: _backup_of_primary(connection, primary) == backup,
+                                 cck_settings.deadline(TOPOLOGY_S), "the backup in the primary's topology")
+            knew_backup = _backup_of_primary(connection, primary) == backup
+            evidence.note("knew_backup", knew_backup)
             session = await connection.create_session()
             await asyncio.to_thread(target.node("node1").kill)
             await asyncio.to_thread(target.node("node0").kill)
@@ -266,6 +277,14 @@ def test_no_session_survives_the_loss_of_both_servers(case: Case, cck_make_targe
             evidence.note("events", watch.to_json())
             assert outcome == "gave-up", f"the client ended its reconnection with {outcome}: {watch.kinds}"
             assert watch.kinds[0] == "listener", f"the failure listener was not told first: {watch.kinds}"
+            # each reconnect attempt tries the failed server, then the backup the topology names at that moment
+            # (a broker that dropped the stopped backup from it leaves the failed server alone)
+            tried = [e.connector for e in connection.events if e.kind == "attempt"]
+            evidence.note("attempted", tried)
+            primary_url, backup_url = target.node("node0").url, target.node("node1").url
+            assert tried.count(primary_url) == attempts, (
+                f"{tried.count(primary_url)} attempts on the failed primary, reconnectAttempts={attempts}: {tried}")
+            assert set(tried) <= {primary_url, backup_url}, f"attempts on servers not in the pair: {tried}"
             failed: object = None
             try:
                 await session.queue_query("anything")
