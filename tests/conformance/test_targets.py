@@ -5,6 +5,7 @@ url target refusing control by capability name, and every wait bounded by its de
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import re
 import select
@@ -29,6 +30,7 @@ from cck.conformance.targets import (
     AddressSpec,
     ArtemisTarget,
     ClusterSpec,
+    HASpec,
     ManagedNode,
     ManagedTarget,
     NodeSpec,
@@ -130,6 +132,8 @@ TOPOLOGIES = {
         scale_down=(ScaleDownSpec("node0", enabled=False, group_name="b"), ScaleDownSpec("node1", group_name="a"),
                     ScaleDownSpec("node2", enabled=False, group_name="a", targets=("node0",))))),
     "scale-down-udp-of-2": Topology.cluster_of(2, ClusterSpec(discovery="udp", scale_down=(ScaleDownSpec("node1"),))),
+    "ha-shared-store-pair": Topology.ha_pair(HASpec(failover_on_shutdown=True)),
+    "ha-replication-pair": Topology.ha_pair(HASpec("replication", allow_failback=False, check_for_live_server=True)),
 }
 
 
@@ -320,6 +324,21 @@ def test_scale_down_renders_a_live_only_ha_policy_per_node(tmp_path: Path) -> No
     assert config.ha_policy.scale_down.discovery_group_ref == "cluster-discovery"
 
 
+@pytest.mark.parametrize("policy", ["shared-store", "replication"])
+def test_an_ha_pair_renders_master_and_slave_and_shares_the_store_only_when_it_should(policy: str,
+                                                                                      tmp_path: Path) -> None:
+    topology = _resolved(Topology.ha_pair(HASpec(policy)), tmp_path)  # type: ignore[arg-type]
+    primary, backup = topology.nodes
+    assert (primary.data_dir == backup.data_dir) is (policy == "shared-store")
+    configs = {n.name: load_config(write_etc(topology, n.name, tmp_path / n.name / "etc")) for n in topology.nodes}
+    assert (configs["node0"].ha_policy.kind, configs["node0"].ha_policy.role) == (policy, "primary")
+    assert (configs["node1"].ha_policy.kind, configs["node1"].ha_policy.role) == (policy, "backup")
+    assert "<master>" in render_broker_xml(topology, "node0")
+    assert "<slave>" in render_broker_xml(topology, "node1")
+    assert HASpec().role_of("node1") == ("backup", "node0")
+    assert HASpec().role_of("node7") is None
+
+
 def test_scale_down_spec_chooses_its_connectors() -> None:
     nodes = ("node0", "node1", "node2")
     assert ScaleDownSpec("node1").connectors(nodes, "static") == ("node0", "node2")
@@ -386,6 +405,14 @@ def test_resolve_picks_distinct_ports_and_keeps_fixed_ones(tmp_path: Path) -> No
         (lambda: Topology.cluster_of(2, ClusterSpec(scale_down=(ScaleDownSpec("node5"),))), "node5 that the topology"),
         (lambda: Topology.cluster_of(2, ClusterSpec(scale_down=(ScaleDownSpec("node1", targets=("node9",)),))),
          "node9 that the topology"),
+        (lambda: HASpec("colocated"), "is not 'shared-store' or 'replication'"),  # type: ignore[arg-type]
+        (lambda: HASpec(pairs=()), "at least one"),
+        (lambda: HASpec(pairs=(("node0", "node0"),)), "more than one HA pair, or paired with itself"),
+        (lambda: HASpec(pairs=(("node0", "node1"), ("node1", "node2"))), "more than one HA pair"),
+        (lambda: Topology(nodes=(NodeSpec("node0"), NodeSpec("node1")), ha=HASpec()), "need a cluster"),
+        (lambda: dataclasses.replace(Topology.ha_pair(), ha=HASpec(pairs=(("node0", "node3"),))),
+         "node3 that the topology"),
+        (lambda: Topology.ha_pair(cluster=ClusterSpec(scale_down=(ScaleDownSpec("node1"),))), "one ha-policy"),
     ],
 )
 def test_topology_refuses_what_no_broker_could_run(make: Any, message: str) -> None:
