@@ -161,7 +161,7 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: Broke
                                  count_before_delivery=config.persist_delivery_count_before_delivery)
         core = BrokerCore(settings, storage=storage, wall_clock_ms=wall_clock)
         report = storage.recover(recovery, post_office=core.post_office, transactions=core.transactions,
-                                 cluster=core.cluster)
+                                 cluster=core.cluster, duplicates=core.duplicates)
         journal.compact()
         LOG.info("recovered", extra=vars(report))
     _declare_addresses(core, config)
@@ -205,6 +205,8 @@ def broker_settings(config: BrokerConfig, node_id: str) -> BrokerSettings:
         ttl_check_interval_ms=config.connection_ttl_check_interval,
         transaction_timeout_s=config.transaction_timeout // 1000,
         transaction_timeout_scan_ms=config.transaction_timeout_scan_period,
+        id_cache_size=config.id_cache_size,
+        persist_id_cache=config.persist_id_cache,
     )
 
 

@@ -44,6 +44,7 @@ from cck.codec import (
 from ._backups import CLUSTER_CHANNEL, BackupRegistry, ClusterChannelHandlers
 from ._cluster_hooks import ClusterHooks
 from ._connection import Connection
+from ._duplicates import DuplicateIds
 from ._engine import DeliveryEngine
 from ._errors import BrokerError
 from ._model import PostOffice, Queue
@@ -93,7 +94,8 @@ class BrokerCore:
         self.sessions = SessionRegistry()
         self.post_office = PostOffice()
         self.engine = DeliveryEngine(self.post_office, self.storage, self._outbox, settings)
-        self.transactions = Transactions(self.engine, self.post_office, self.storage)
+        self.duplicates = DuplicateIds(self.storage, settings.id_cache_size, persist=settings.persist_id_cache)
+        self.transactions = Transactions(self.engine, self.post_office, self.storage, self.duplicates)
         self.cluster: ClusterHooks | None = None
         if settings.cluster is not None:
             self.cluster = ClusterHooks(settings.cluster, engine=self.engine, post_office=self.post_office,
@@ -104,6 +106,7 @@ class BrokerCore:
                                   self.cluster, self.backups)
         self._sessions = SessionHandlers(
             engine=self.engine, post_office=self.post_office, transactions=self.transactions, outbox=self._outbox,
+            duplicates=self.duplicates,
             registry=self.sessions, queues=QueueHandlers(self.engine, self.post_office, settings, self.cluster),
             xa=XAHandlers(self.transactions, self._time, settings.transaction_timeout_s), cluster=self.cluster)
         setup = ConnectionHandlers(settings, self._outbox, self.sessions, self._sessions, self._topology)

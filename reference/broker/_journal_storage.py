@@ -16,6 +16,9 @@ REF_COUNTED a REF updated when its delivery was cancelled (rollback, consumer or
 DUP_ID      the duplicate ID of a durable message a cluster bridge delivered
             (``_AMQ_BRIDGE_DUP``), so a bridge's resend after this node crashed and
             recovered is still recognised; deleted as the cache (id-cache-size) evicts it
+SEND_DUP_ID a producer's duplicate ID (``_AMQ_DUPL_ID``): 2-byte address length, the
+            UTF-8 address, the ID; written in the journal transaction of its message,
+            deleted as the address's cache evicts it
 ==========  =========================================================================
 
 Local transactions write their records with the journal transaction at commit;
@@ -44,13 +47,16 @@ from ._session import Transaction
 if TYPE_CHECKING:
     from ..journal import Journal, PendingSync, PreparedTransaction, Recovery
     from ._cluster_hooks import ClusterHooks
+    from ._duplicates import DuplicateIds
     from ._transactions import Transactions
 
 LOG = logging.getLogger("cck.reference.journal")
 
-__all__ = ["ADDRESS", "DUP_ID", "MESSAGE", "QUEUE", "REF", "REF_COUNTED", "JournalStorage", "RecoveryReport"]
+__all__ = ["ADDRESS", "DUP_ID", "MESSAGE", "QUEUE", "REF", "REF_COUNTED", "SEND_DUP_ID", "JournalStorage",
+           "RecoveryReport"]
 
-ADDRESS, QUEUE, MESSAGE, REF, REF_COUNTED, DUP_ID = 1, 2, 3, 4, 5, 6
+ADDRESS, QUEUE, MESSAGE, REF, REF_COUNTED, DUP_ID, SEND_DUP_ID = 1, 2, 3, 4, 5, 6, 7
+_ADDRESS_LENGTH = struct.Struct(">H")
 _MESSAGE_ID = struct.Struct(">q")
 _COUNTED = struct.Struct(">qi")  # message ID, delivery count
 
@@ -86,6 +92,8 @@ class JournalStorage:
         self._next_id: Callable[[], int] | None = None
         #: (record ID, duplicate ID) of the DUP_ID records found at recovery, oldest first
         self.recovered_duplicate_ids: list[tuple[int, bytes]] = []
+        #: (record ID, address, duplicate ID) of the SEND_DUP_ID records found at recovery, oldest first
+        self.recovered_send_duplicate_ids: list[tuple[int, str, bytes]] = []
 
     def _id(self) -> int:
         assert self._next_id is not None, "recover the journal first"
@@ -186,6 +194,16 @@ class JournalStorage:
         self.journal.add(record, DUP_ID, dup_id)
         return record
 
+    def send_duplicate_id_added(self, address: str, dup_id: bytes, tx_id: int | None) -> int:
+        record = self._id()
+        name = address.encode()
+        payload = _ADDRESS_LENGTH.pack(len(name)) + name + dup_id
+        if tx_id is None:
+            self.journal.add(record, SEND_DUP_ID, payload)
+        else:
+            self.journal.add_tx(tx_id, record, SEND_DUP_ID, payload)
+        return record
+
     def duplicate_id_removed(self, record: int) -> None:
         if record and self.journal.is_live(record):
             self.journal.delete(record)
@@ -227,9 +245,10 @@ class JournalStorage:
     # ---------------------------------------------------------------- recovery
 
     def recover(self, recovery: Recovery, *, post_office: PostOffice, transactions: Transactions,
-                cluster: ClusterHooks | None) -> RecoveryReport:
+                cluster: ClusterHooks | None, duplicates: DuplicateIds | None = None) -> RecoveryReport:
         """Rebuild durable addresses, queues and messages into ``post_office``, the prepared XA branches into
-        ``transactions`` and the bridged messages' duplicate IDs into ``cluster`` (with a cluster connection)."""
+        ``transactions``, the bridged messages' duplicate IDs into ``cluster`` (with a cluster connection) and the
+        producers' duplicate IDs into ``duplicates``."""
         self._next_id = post_office.next_id
         highest = 0
         messages: dict[int, CoreMessage] = {}
@@ -253,6 +272,11 @@ class JournalStorage:
                 refs.append((record.record_id, record.payload, 0))
             elif record.user_type == DUP_ID:
                 self.recovered_duplicate_ids.append((record.record_id, record.payload))
+            elif record.user_type == SEND_DUP_ID:
+                (length,) = _ADDRESS_LENGTH.unpack_from(record.payload)
+                end = _ADDRESS_LENGTH.size + length
+                address = record.payload[_ADDRESS_LENGTH.size:end].decode()
+                self.recovered_send_duplicate_ids.append((record.record_id, address, record.payload[end:]))
             elif record.user_type == REF_COUNTED:
                 message_id, count = _COUNTED.unpack_from(record.payload)
                 refs.append((record.record_id, _MESSAGE_ID.pack(message_id) + record.payload[_COUNTED.size:], count))
@@ -273,6 +297,9 @@ class JournalStorage:
         self.recovered_duplicate_ids.sort()
         if cluster is not None:
             cluster.restore_duplicates(self.recovered_duplicate_ids)
+        self.recovered_send_duplicate_ids.sort()
+        if duplicates is not None:
+            duplicates.restore(self.recovered_send_duplicate_ids)
         return RecoveryReport(
             addresses=len(self._address_ids), queues=len(self._queue_ids),
             messages=len(by_record), prepared=len(recovery.prepared),

@@ -52,6 +52,7 @@ from cck.codec import (
 from ._cluster import MANAGEMENT_ADDRESS, ROUTE_TO_KEY
 from ._cluster_hooks import ClusterHooks
 from ._connection import Connection
+from ._duplicates import DuplicateIds, duplicate_id_of
 from ._engine import DeliveryEngine, check_filter
 from ._errors import BrokerError
 from ._model import MessageRef, PostOffice, split_fqqn
@@ -92,9 +93,10 @@ class SessionHandlers:
     """Protocol handlers for everything that travels on a session channel, by packet class."""
 
     def __init__(self, *, engine: DeliveryEngine, post_office: PostOffice, transactions: Transactions,
-                 outbox: Outbox, registry: SessionRegistry, queues: QueueHandlers, xa: XAHandlers,
-                 cluster: ClusterHooks | None) -> None:
+                 outbox: Outbox, duplicates: DuplicateIds, registry: SessionRegistry, queues: QueueHandlers,
+                 xa: XAHandlers, cluster: ClusterHooks | None) -> None:
         self._engine = engine
+        self._duplicates = duplicates
         self._post_office = post_office
         self._transactions = transactions
         self._outbox = outbox
@@ -170,11 +172,22 @@ class SessionHandlers:
         message = dataclasses.replace(message, message_id=self._post_office.next_id(), address=address)
         if ROUTE_TO_KEY not in message.properties:  # a bridged message names its queues by ID
             self._engine.ensure_address(address, message)
+        dup = duplicate_id_of(message)
         if session.tx.xid is not None or not session.auto_commit_sends:
             session.tx.check_open()
             session.tx.sends.append((message, address))
-        else:
+        elif dup is None:
             self._engine.route(message, address, None)
+        elif self._duplicates.seen(address, dup):
+            # sent again after a failure whose outcome the producer could not know: routed once already
+            LOG.warning("duplicate message detected; not routed again",
+                        extra={"address": address, "dup_id": dup.decode("utf-8", "replace")})
+        else:
+            # the message and its ID in one journal transaction: a crash keeps both or neither
+            tx_id = self._post_office.next_id()
+            stored = self._engine.route(message, address, tx_id)
+            if self._duplicates.remember(address, dup, tx_id) or stored:
+                self._transactions.commit_journal(tx_id)
         return reply
 
     def _producer_credits(self, session: Session, packet: SessionRequestProducerCreditsMessage) -> Packet | None:

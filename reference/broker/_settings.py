@@ -31,3 +31,6 @@ class BrokerSettings:
     server_version: int = CURRENT_VERSION
     #: this node's cluster connection, when broker.xml has one
     cluster: ClusterRole | None = None
+    #: per address, how many producers' duplicate IDs are remembered (id-cache-size), and whether they are stored
+    id_cache_size: int = 20000
+    persist_id_cache: bool = True

@@ -15,6 +15,7 @@ import logging
 
 from cck.codec import Xid
 
+from ._duplicates import DuplicateIds, duplicate_id_of
 from ._engine import DeliveryEngine
 from ._model import PostOffice
 from ._session import Session, Transaction
@@ -30,10 +31,12 @@ TIMED_OUT = "AMQ229229: transaction timed out"
 class Transactions:
     """Completes transactions against the engine and the storage; owns the XA branches."""
 
-    def __init__(self, engine: DeliveryEngine, post_office: PostOffice, storage: Storage) -> None:
+    def __init__(self, engine: DeliveryEngine, post_office: PostOffice, storage: Storage,
+                 duplicates: DuplicateIds) -> None:
         self._engine = engine
         self._post_office = post_office  # journal transaction IDs come from the post office's ID sequence
         self._storage = storage
+        self._duplicates = duplicates
         self.branches: dict[Xid, Transaction] = {}
 
     # ------------------------------------------------------------------ local
@@ -43,6 +46,14 @@ class Transactions:
         journal_tx = tx.journal_tx or self._post_office.next_id()
         durable = False
         for message, address in tx.sends:
+            dup = duplicate_id_of(message)
+            if dup is not None:
+                if self._duplicates.seen(address, dup):
+                    # a commit retried after its outcome was unknown: what the first one routed is not routed again
+                    LOG.warning("duplicate message detected in a transaction; not routed again",
+                                extra={"address": address, "dup_id": dup.decode("utf-8", "replace")})
+                    continue
+                durable = self._duplicates.remember(address, dup, journal_tx) or durable
             durable = self._engine.route(message, address, journal_tx) or durable
         for ref in tx.acks:
             if ref.durable:
@@ -50,6 +61,10 @@ class Transactions:
                 self._storage.ref_acked(ref, journal_tx)
         if durable or tx.state == "PREPARED":
             self._storage.tx_commit(journal_tx)
+
+    def commit_journal(self, journal_tx: int) -> None:
+        """Commit a journal transaction a single send wrote (its message with its duplicate ID)."""
+        self._storage.tx_commit(journal_tx)
 
     def rollback_work(self, session: Session, *, cancel_deliveries: bool, closing_cleanly: bool = False) -> None:
         """Discard the session's transaction; acknowledged (and, when asked, all
