@@ -16,7 +16,7 @@ from pathlib import Path
 from cck.conformance.artemis.distribution import Distribution
 from cck.conformance.artemis.java_tools import compile_java, java_command
 
-__all__ = ["JMS_MAIN", "Check", "JmsRun", "build_jms", "run_jms", "jms_sources"]
+__all__ = ["JMS_MAIN", "Check", "JmsRun", "build_jms", "jms_command", "jms_sources", "parse_check", "run_jms"]
 
 JMS_MAIN = "cck.jms.JmsInterop"
 _STAMP = "stamp.json"
@@ -86,6 +86,26 @@ def _parse(stdout: str) -> tuple[list[Check], list[str]]:
     return checks, noise
 
 
+def jms_command(dist: Distribution, classes: Path, url: str, queue: str, *scenarios: str, xid: str | None = None,
+                user: str | None = None, password: str | None = None, scenario_deadline_s: float = 60.0,
+                count: int | None = None) -> list[str]:
+    """The program's command line (``count``: how many messages the ha-* scenarios send or expect)."""
+    args = ["--url", url, "--queue", queue, "--deadline-ms", str(int(scenario_deadline_s * 1000))]
+    if xid is not None:
+        args += ["--xid", xid]
+    if user is not None:
+        args += ["--user", user, "--password", password or ""]
+    if count is not None:
+        args += ["--count", str(count)]
+    return java_command(dist, classes, [*args, *scenarios], main=JMS_MAIN)
+
+
+def parse_check(line: str) -> Check | None:
+    """One check line of the program's output, or None for any other line."""
+    checks, _ = _parse(line)
+    return checks[0] if checks else None
+
+
 def run_jms(
     dist: Distribution,
     classes: Path,
@@ -97,18 +117,15 @@ def run_jms(
     password: str | None = None,
     scenario_deadline_s: float = 60.0,
     timeout_s: float = 180.0,
+    count: int | None = None,
 ) -> JmsRun:
     """Run scenarios in one JVM; never raises on failing checks (see ``JmsRun.failed``).
 
     ``scenario_deadline_s`` is enforced inside the program (it halts with status 3);
     ``timeout_s`` bounds the whole JVM from outside.
     """
-    args = ["--url", url, "--queue", queue, "--deadline-ms", str(int(scenario_deadline_s * 1000))]
-    if xid is not None:
-        args += ["--xid", xid]
-    if user is not None:
-        args += ["--user", user, "--password", password or ""]
-    command = java_command(dist, classes, [*args, *scenarios], main=JMS_MAIN)
+    command = jms_command(dist, classes, url, queue, *scenarios, xid=xid, user=user, password=password,
+                          scenario_deadline_s=scenario_deadline_s, count=count)
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired as exc:
