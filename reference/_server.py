@@ -166,12 +166,16 @@ class BrokerServer:
             self._fsync_thread = None
         if self._server is not None:
             self._server.close()
-            await self._server.wait_closed()
         if self._timer is not None:
             self._timer.cancel()
+        # closed before waiting for the listener: from Python 3.12 wait_closed() also waits for every accepted
+        # connection, and without DISCONNECT (a failback) the clients would keep theirs open (a transport writes
+        # what it still holds before it closes)
         for protocol in list(self._protocols.values()):
             if protocol.transport is not None:
                 protocol.transport.close()
+        if self._server is not None:
+            await self._server.wait_closed()
         LOG.info("stopped")
 
     # ---------------------------------------------------------------- protocol callbacks
