@@ -113,11 +113,22 @@ async def _activate_on_the_shared_store(config: BrokerConfig, settings: BrokerSe
     request = lock.path.parent / FAILBACK_REQUEST
     if not defer and lock.try_acquire():
         return True
-    if not config.ha_policy.is_backup:
-        request.touch()
     announcer = _announcer(config, settings)
     if announcer is not None:
         announcer.start()
+    if not config.ha_policy.is_backup:
+        # asked only once the active server has taken this server in as its backup: its clients then know where
+        # to go when it hands the store back
+        if announcer is not None:
+            told = asyncio.ensure_future(announcer.announced.wait())
+            stopping = asyncio.ensure_future(stop.wait())
+            await asyncio.wait([told, stopping], return_when=asyncio.FIRST_COMPLETED)
+            told.cancel()
+            stopping.cancel()
+            if stop.is_set():
+                await announcer.stop()
+                return False
+        request.touch()
     role = "backup" if config.ha_policy.is_backup else "primary (its backup is active)"
     print(f"reference broker waiting for the shared store as {role} of node {settings.node_id}", file=sys.stderr,
           flush=True)

@@ -84,8 +84,12 @@ class BackupAnnouncer:
                 LOG.warning("the active server refused the cluster credentials", extra={"host": host, "port": port})
                 return
             writer.write(encode_packet(NodeAnnounceMessage(self.node_id, backup=True, connector=None,
-                                                           backup_connector=self.connector), _CLUSTER_CHANNEL))
+                                                           backup_connector=self.connector), _CLUSTER_CHANNEL)
+                         + encode_packet(Ping(_TTL_MS), 0))
             await writer.drain()
+            # NODE_ANNOUNCE has no answer; the ping's, which the server sends after it handled what came before it
+            # on this connection, says the announcement is in (and the clients were told)
+            await self._pinged_back(reader, decoder)
             self.announced.set()
             LOG.info("announced as backup", extra={"host": host, "port": port, "node": self.node_id})
             await self._keep_alive(reader, writer)
@@ -103,6 +107,15 @@ class BackupAnnouncer:
             for frame in decoder:
                 if isinstance(frame.packet, ClusterConnectReplyMessage):
                     return frame.packet.authorized
+
+    async def _pinged_back(self, reader: asyncio.StreamReader, decoder: FrameDecoder) -> None:
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                raise ConnectionResetError("the active server closed the connection after the announcement")
+            decoder.feed(data)
+            if any(isinstance(frame.packet, Ping) for frame in decoder):
+                return
 
     async def _keep_alive(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Ping until the active server goes (its end of the connection closes)."""
