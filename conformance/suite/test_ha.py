@@ -77,6 +77,16 @@ def _backup_of_primary(connection: Connection, primary: Connector) -> Connector 
     return None
 
 
+async def _backup_learnt(connection: Connection, target: ManagedTarget, settings: Settings) -> Connector | None:
+    """Wait (up to TOPOLOGY_S) until the primary's topology names the backup's acceptor as its backup; what it
+    names then (the caller judges it, or goes on with whatever the client learnt)."""
+    primary, backup = _acceptor(target, "node0"), _acceptor(target, "node1")
+    with contextlib.suppress(NotObserved):
+        await wait_until(lambda: _backup_of_primary(connection, primary) == backup,
+                         settings.deadline(TOPOLOGY_S), "the backup in the primary's topology")
+    return _backup_of_primary(connection, primary)
+
+
 # ---------------------------------------------------------------------------------------------------- topology
 
 TOPOLOGY = tuple(
@@ -101,10 +111,7 @@ def test_the_topology_names_the_backup(case: Case, cck_make_target: MakeTarget, 
     async def scenario() -> None:
         settings = client_settings(target, RESTARTING, reconnect_attempts=0)
         async with await connect(target.node("node0").url, settings=settings) as connection:
-            with contextlib.suppress(NotObserved):
-                await wait_until(lambda: _backup_of_primary(connection, primary) == backup,
-                                 cck_settings.deadline(TOPOLOGY_S), "the backup in the primary's topology")
-            paired = _backup_of_primary(connection, primary)
+            paired = await _backup_learnt(connection, target, cck_settings)
             evidence.note("backup_seen", str(paired))
             assert paired == backup, f"the primary's member names backup {paired}, not the backup's acceptor {backup}"
             if case.params["step"] == "paired":
@@ -163,10 +170,8 @@ def test_the_client_fails_over_to_the_backup(case: Case, cck_make_target: MakeTa
         async with (judged(history, evidence, label="ha"),
                     await connect(target.node("node0").url, settings=settings) as connection):
             watch = Watch(connection)
-            primary, backup = _acceptor(target, "node0"), _acceptor(target, "node1")
-            with contextlib.suppress(NotObserved):
-                await wait_until(lambda: _backup_of_primary(connection, primary) == backup,
-                                 cck_settings.deadline(TOPOLOGY_S), "the backup in the primary's topology")
+            backup = _acceptor(target, "node1")
+            await _backup_learnt(connection, target, cck_settings)
             session = await connection.create_session()
             await ensure_queue(session, queue)
             producer = session.create_producer(queue)
@@ -212,10 +217,7 @@ def test_a_transaction_open_at_failover_is_aborted(case: Case, cck_make_target: 
         async with (judged(history, evidence, label="ha-tx"),
                     await connect(target.node("node0").url, settings=settings) as connection):
             watch = Watch(connection)
-            primary, backup = _acceptor(target, "node0"), _acceptor(target, "node1")
-            with contextlib.suppress(NotObserved):
-                await wait_until(lambda: _backup_of_primary(connection, primary) == backup,
-                                 cck_settings.deadline(TOPOLOGY_S), "the backup in the primary's topology")
+            await _backup_learnt(connection, target, cck_settings)
             setup = await connection.create_session()
             await ensure_queue(setup, queue)
             session = await connection.create_session(transacted=True)
@@ -264,11 +266,7 @@ def test_no_session_survives_the_loss_of_both_servers(case: Case, cck_client: Cl
         settings = client_settings(target, RESTARTING, reconnect_attempts=attempts)
         async with await connect(target.node("node0").url, settings=settings) as connection:
             watch = Watch(connection)
-            primary, backup = _acceptor(target, "node0"), _acceptor(target, "node1")
-            with contextlib.suppress(NotObserved):
-                await wait_until(lambda: _backup_of_primary(connection, primary) == backup,
-                                 cck_settings.deadline(TOPOLOGY_S), "the backup in the primary's topology")
-            knew_backup = _backup_of_primary(connection, primary) == backup
+            knew_backup = await _backup_learnt(connection, target, cck_settings) == _acceptor(target, "node1")
             evidence.note("knew_backup", knew_backup)
             session = await connection.create_session()
             await asyncio.to_thread(target.node("node1").kill)
