@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
+from typing import TypeVar
 
 from cck.codec import (
     PREAMBLE,
@@ -21,12 +22,15 @@ from cck.codec import (
     CodecError,
     FrameDecoder,
     NodeAnnounceMessage,
+    Packet,
     Ping,
     TransportConfiguration,
     encode_packet,
 )
 
 __all__ = ["BackupAnnouncer"]
+
+P = TypeVar("P", bound=Packet)
 
 LOG = logging.getLogger("cck.reference.ha")
 
@@ -80,7 +84,8 @@ class BackupAnnouncer:
                          + encode_packet(ClusterConnectMessage(self.user, self.password), _CLUSTER_CHANNEL))
             await writer.drain()
             decoder = FrameDecoder()
-            if not await self._authorized(reader, decoder):
+            reply = await self._next(reader, decoder, ClusterConnectReplyMessage, "answering the cluster login")
+            if not reply.authorized:
                 LOG.warning("the active server refused the cluster credentials", extra={"host": host, "port": port})
                 return
             writer.write(encode_packet(NodeAnnounceMessage(self.node_id, backup=True, connector=None,
@@ -89,7 +94,7 @@ class BackupAnnouncer:
             await writer.drain()
             # NODE_ANNOUNCE has no answer; the ping's, which the server sends after it handled what came before it
             # on this connection, says the announcement is in (and the clients were told)
-            await self._pinged_back(reader, decoder)
+            await self._next(reader, decoder, Ping, "answering the ping after the announcement")
             self.announced.set()
             LOG.info("announced as backup", extra={"host": host, "port": port, "node": self.node_id})
             await self._keep_alive(reader, writer)
@@ -98,24 +103,17 @@ class BackupAnnouncer:
             with contextlib.suppress(OSError):
                 await writer.wait_closed()
 
-    async def _authorized(self, reader: asyncio.StreamReader, decoder: FrameDecoder) -> bool:
+    @staticmethod
+    async def _next(reader: asyncio.StreamReader, decoder: FrameDecoder, kind: type[P], waiting_for: str) -> P:
+        """The next packet of ``kind`` the active server sends (the ones before it are of no use here)."""
         while True:
             data = await reader.read(65536)
             if not data:
-                raise ConnectionResetError("the active server closed the connection before answering")
+                raise ConnectionResetError(f"the active server closed the connection before {waiting_for}")
             decoder.feed(data)
             for frame in decoder:
-                if isinstance(frame.packet, ClusterConnectReplyMessage):
-                    return frame.packet.authorized
-
-    async def _pinged_back(self, reader: asyncio.StreamReader, decoder: FrameDecoder) -> None:
-        while True:
-            data = await reader.read(65536)
-            if not data:
-                raise ConnectionResetError("the active server closed the connection after the announcement")
-            decoder.feed(data)
-            if any(isinstance(frame.packet, Ping) for frame in decoder):
-                return
+                if isinstance(frame.packet, kind):
+                    return frame.packet
 
     async def _keep_alive(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Ping until the active server goes (its end of the connection closes)."""
