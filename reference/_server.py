@@ -127,6 +127,7 @@ class BrokerServer:
         self._idle_waiters: list[asyncio.Future[None]] = []
         self._counted_waiting: dict[int, int] = {}  # connection → waiting batches holding a counted packet for it
         self._fsync_thread: ThreadPoolExecutor | None = None
+        self._closing = False  # stop() began closing the connections: one accepted from now on is closed at once
 
     @property
     def bound_port(self) -> int:
@@ -171,6 +172,7 @@ class BrokerServer:
         # closed before waiting for the listener: from Python 3.12 wait_closed() also waits for every accepted
         # connection, and without DISCONNECT (a failback) the clients would keep theirs open (a transport writes
         # what it still holds before it closes)
+        self._closing = True
         for protocol in list(self._protocols.values()):
             if protocol.transport is not None:
                 protocol.transport.close()
@@ -181,6 +183,12 @@ class BrokerServer:
     # ---------------------------------------------------------------- protocol callbacks
 
     def register(self, protocol: _Protocol, peer: str) -> int:
+        """The connection's ID; 0 (closed at once, never seen by the core) once the server is closing: the
+        listener may have accepted it just before it closed, and its ``connection_made`` comes a loop turn later."""
+        if self._closing:
+            assert protocol.transport is not None
+            protocol.transport.close()
+            return 0
         conn_id = next(self._ids)
         self._protocols[conn_id] = protocol
         self.core.connection_made(conn_id, self.clock(), peer)
