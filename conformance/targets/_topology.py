@@ -450,12 +450,13 @@ class Topology:
         )
 
     @classmethod
-    def ha_pair(cls, ha: HASpec | None = None, cluster: ClusterSpec | None = None) -> Topology:
+    def ha_pair(cls, ha: HASpec | None = None, cluster: ClusterSpec | None = None, *,
+                like: NodeSpec | None = None) -> Topology:
         """A primary ``node0`` and its backup ``node1`` under ``ha`` (shared store by default), in a cluster of
-        the two (static connectors: each names the other)."""
+        the two (static connectors: each names the other), both configured like ``like``."""
         ha = ha or HASpec()
         _check(len(ha.pairs) == 1, "ha_pair makes one pair; build a Topology for more")
-        return dataclasses.replace(cls.cluster_of(2, cluster), ha=ha)
+        return dataclasses.replace(cls.cluster_of(2, cluster, like=like), ha=ha)
 
     @classmethod
     def cluster_of(cls, count: int, cluster: ClusterSpec | None = None, *, like: NodeSpec | None = None) -> Topology:

@@ -1,0 +1,93 @@
+"""What the ``ha`` modules share: the pair a case runs (``node0`` the primary, ``node1`` its backup, from one
+``Topology.ha_pair`` descriptor), the acceptor of each, the backup as the primary's topology names it, and the
+kill of the primary followed by the client's failover (timed: evidence ``failover_ms``).
+
+The client is always given the primary's URL only: it must learn the backup from the topology.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Literal
+
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import HASpec, ManagedTarget, NodeSpec, Target, Topology
+from cck.conformance.verdicts import NotObserved
+from cck.reference.client import Connection, Connector, connector_of
+
+from ._kit import wait_until
+from ._restart_support import Watch
+
+__all__ = [
+    "CASE_S", "FAILOVER_S", "TOPOLOGY_S", "POLICIES", "MakeTarget", "Policy",
+    "acceptor", "backup_learnt", "backup_of_primary", "fail_over", "kill_primary", "pair",
+]
+
+MakeTarget = Callable[[Topology], Target]
+Policy = Literal["shared-store", "replication"]
+
+#: the policies every ``ha`` table is parametrised over (``replication`` joins when the reference broker has it)
+POLICIES: tuple[Policy, ...] = ("shared-store",)
+CASE_S = 150.0
+#: how long the backup may take to activate and the client to reach it (a JVM loading a journal takes seconds)
+FAILOVER_S = 60.0
+#: how long a topology update may take to reach a subscribed client
+TOPOLOGY_S = 20.0
+
+
+def pair(make_target: MakeTarget, evidence: CaseEvidence, policy: Policy, *, like: NodeSpec | None = None,
+         allow_failback: bool = True, failover_on_shutdown: bool = False) -> ManagedTarget:
+    """The case's pair, started (primary first), described in the evidence."""
+    ha = HASpec(policy, allow_failback=allow_failback, failover_on_shutdown=failover_on_shutdown)
+    target = make_target(Topology.ha_pair(ha, like=like))
+    assert isinstance(target, ManagedTarget), f"a managed target was made, got {target!r}"
+    evidence.note("target", target.describe())
+    return target
+
+
+def acceptor(target: ManagedTarget, node: str) -> Connector:
+    spec = target.topology.node(node)
+    return Connector(spec.host, spec.port)
+
+
+def backup_of_primary(connection: Connection, primary: Connector) -> Connector | None:
+    """The backup connector of the topology member whose live connector is the primary; None when there is none."""
+    for member in connection.core.topology.values():
+        if member.live is not None and connector_of(member.live) == primary:
+            return connector_of(member.backup) if member.backup is not None else None
+    return None
+
+
+async def backup_learnt(connection: Connection, target: ManagedTarget, settings: Settings) -> Connector | None:
+    """Wait (up to TOPOLOGY_S) until the primary's topology names the backup's acceptor as its backup; what it
+    names then (the caller judges it, or goes on with whatever the client learnt)."""
+    primary, backup = acceptor(target, "node0"), acceptor(target, "node1")
+    with contextlib.suppress(NotObserved):
+        await wait_until(lambda: backup_of_primary(connection, primary) == backup,
+                         settings.deadline(TOPOLOGY_S), "the backup in the primary's topology")
+    return backup_of_primary(connection, primary)
+
+
+async def fail_over(watch: Watch, settings: Settings, evidence: CaseEvidence, *, since: int = 0) -> str:
+    """Wait for the client's failover to end (recreated or reattached, logged at or after ``since``); the
+    failure listener must have been told first."""
+    outcome = await watch.until(("recreated", "reattached", "gave-up"), settings.deadline(FAILOVER_S), since=since)
+    evidence.note("events", watch.to_json())
+    assert outcome != "gave-up", f"the client gave up instead of failing over: {watch.kinds}"
+    kinds = watch.kinds[since:]
+    assert "listener" in kinds, f"the failure listener was not told: {kinds}"
+    assert kinds.index("listener") < kinds.index(outcome), (
+        f"the failure listener was told only after the session was restored: {kinds}")
+    return outcome
+
+
+async def kill_primary(target: ManagedTarget, watch: Watch, settings: Settings, evidence: CaseEvidence) -> float:
+    """Kill the primary (SIGKILL) and wait for the client's failover; the monotonic time of the kill."""
+    killed = time.monotonic()
+    await asyncio.to_thread(target.node("node0").kill)
+    await fail_over(watch, settings, evidence)
+    return killed
