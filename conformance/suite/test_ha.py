@@ -25,10 +25,25 @@ from ._ha_kit import (
     acceptor,
     backup_learnt,
     backup_of_primary,
+    fail_over,
     kill_primary,
     pair,
 )
-from ._kit import RESTARTING, client_settings, drain_queue, judged, queue_for, run, send_keyed, settle_sends, wait_until
+from ._kit import (
+    QUIET_S,
+    RECEIVE_S,
+    RESTARTING,
+    client_settings,
+    drain,
+    drain_queue,
+    judged,
+    key_of,
+    queue_for,
+    run,
+    send_keyed,
+    settle_sends,
+    wait_until,
+)
 from ._restart_support import Watch, ensure_queue
 
 COUNT = 10
@@ -119,5 +134,110 @@ def test_the_client_fails_over_to_the_backup(case: Case, cck_make_target: MakeTa
             evidence.note("connected_to", str(connection.machine.connector))
             assert connection.machine.connector == backup, (
                 f"the client is connected to {connection.machine.connector}, not the backup {backup}")
+
+    run(cck_settings, scenario(), CASE_S)
+
+
+# ---------------------------------------------------------------------------------------------------- consumers
+
+CONSUMER = tuple(
+    Case(f"ha.consumer.{n}", "ha.failover",
+         f"{policy} pair; a consumer on the primary receives and acknowledges (each acknowledgement confirmed) "
+         f"{COUNT} durable messages; the kit kills the primary (SIGKILL); once the client failed over it sends "
+         f"{COUNT} more",
+         f"the same consumer receives on the backup the {COUNT} messages sent after the failover, each exactly once "
+         "and counted as a first delivery, and none of those it acknowledged on the primary",
+         needs=("config", "kill"), params={"policy": policy})
+    for n, policy in enumerate(POLICIES, 1)
+)
+
+
+@cases(*CONSUMER)
+def test_a_consumer_receives_again_after_failover(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                                                  evidence: CaseEvidence) -> None:
+    target = pair(cck_make_target, evidence, case.params["policy"])
+    queue = queue_for(case.id)
+    history = History()
+
+    async def scenario() -> None:
+        settings = client_settings(target, RESTARTING, block_on_acknowledge=True)
+        async with (judged(history, evidence, label="ha-consumer"),
+                    await connect(target.node("node0").url, settings=settings) as connection):
+            watch = Watch(connection)
+            await backup_learnt(connection, target, cck_settings)
+            session = await connection.create_session()
+            await ensure_queue(session, queue)
+            before = await send_keyed(session.create_producer(queue), history, f"{case.id}:before", [True] * COUNT,
+                                      name="P", process="producer")
+            consumer = await session.create_consumer(queue)
+            session.start()
+            acked = await drain(consumer, history, "consumer", expected=COUNT, quiet_s=0.0,
+                                receive_s=cck_settings.deadline(RECEIVE_S))
+            assert [key_of(d) for d in acked] == before, "the deliveries on the primary were not the messages sent"
+            await kill_primary(target, watch, cck_settings, evidence)
+            after = await send_keyed(session.create_producer(queue), history, f"{case.id}:after", [True] * COUNT,
+                                     name="Q", process="producer")
+            again = await drain(consumer, history, "consumer", expected=COUNT,
+                                quiet_s=cck_settings.deadline(QUIET_S), receive_s=cck_settings.deadline(RECEIVE_S))
+            got = [key_of(d) for d in again]
+            evidence.note("received_after_failover", got)
+            repeated = sorted(set(got) & set(before))
+            assert not repeated, f"acknowledged messages delivered again after the failover: {repeated}"
+            missing = sorted(set(after) - set(got))
+            assert not missing, f"the consumer did not receive after the failover: {missing}"
+
+    run(cck_settings, scenario(), CASE_S)
+
+
+# ------------------------------------------------------------------------------------------------ transparent resume
+
+RESUME = tuple(
+    Case(f"ha.resume.{n}", "ha.transparent-resume",
+         f"{policy} pair; on the primary a transacted session sends one durable message and a consumer of another "
+         "session receives one message without acknowledging it; the kit kills the primary (SIGKILL)",
+         "the session is resumed on the backup (its reattach accepted, nothing recreated): the transaction commits "
+         "with its message and the unacknowledged message is not delivered again; a recreated session (what a "
+         "backup without session state does) is reported as such",
+         needs=("config", "kill"), params={"policy": policy})
+    for n, policy in enumerate(POLICIES, 1)
+)
+
+
+@cases(*RESUME)
+def test_the_session_resumes_on_the_backup(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                                           evidence: CaseEvidence) -> None:
+    target = pair(cck_make_target, evidence, case.params["policy"])
+    queue = queue_for(case.id)
+    history = History()
+
+    async def scenario() -> None:
+        settings = client_settings(target, RESTARTING, confirmation_window_size=1024 * 1024)
+        async with await connect(target.node("node0").url, settings=settings) as connection:
+            watch = Watch(connection)
+            await backup_learnt(connection, target, cck_settings)
+            plain = await connection.create_session()
+            await ensure_queue(plain, queue)
+            [waiting] = await send_keyed(plain.create_producer(queue), history, f"{case.id}:waiting", [True],
+                                         name="P", process="producer")
+            consumer = await plain.create_consumer(queue)
+            plain.start()
+            first = await drain(consumer, history, "consumer", expected=1, quiet_s=0.0,
+                                receive_s=cck_settings.deadline(RECEIVE_S), ack="none")
+            assert [key_of(d) for d in first] == [waiting], f"the message to hold unacknowledged: {first}"
+            transacted = await connection.create_session(transacted=True)
+            await send_keyed(transacted.create_producer(queue), history, f"{case.id}:tx", [True], name="T",
+                             process="tx", confirmed=False)
+            killed = time.monotonic()
+            await asyncio.to_thread(target.node("node0").kill)
+            outcome = await fail_over(watch, cck_settings, evidence)
+            evidence.note("failover_ms", round((time.monotonic() - killed) * 1000, 1))
+            evidence.note("restored_by", outcome)
+            assert outcome == "reattached", (
+                f"the session was {outcome} on the backup, not resumed: its transaction and unacknowledged "
+                "delivery do not survive (spec 004 asks that the client can resume its session transparently)")
+            await transacted.commit()
+            again = await consumer.receive(cck_settings.deadline(QUIET_S))
+            evidence.note("delivered_again", None if again is None else key_of(again))
+            assert again is None or key_of(again) != waiting, "the unacknowledged message was delivered again"
 
     run(cck_settings, scenario(), CASE_S)
