@@ -35,6 +35,14 @@ Recovery
     off and counted); anywhere else it is :class:`JournalCorrupted`, and the
     files are left untouched.
 
+Replication
+    A primary streams its journal to a backup as records: :meth:`Journal.snapshot`
+    gives the live state (what a compaction would write) and, from that moment,
+    the observer set with :meth:`Journal.observe_appends` is given every record
+    appended; the backup's own journal takes both with :meth:`Journal.replay` and
+    ends up with the same state (its files need not be byte-identical: each side
+    compacts on its own).
+
 Errors
     An ``OSError`` while writing or syncing (also one that :meth:`PendingSync.wait`
     raised in another thread, passed to :meth:`PendingSync.done`) leaves the
@@ -50,7 +58,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -221,6 +229,7 @@ class Journal:
         self._busy: dict[int, int] = {}  # fd -> PendingSyncs that still have to fsync it
         self._retired: set[int] = set()  # fds no longer written, closed once no PendingSync needs them
         self._lock_fd = -1
+        self._observer: Callable[[bytes], None] | None = None  # given every appended record (replication)
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
@@ -411,6 +420,8 @@ class Journal:
         self._file_bytes += len(record)
         self._appended += 1
         self._apply(kind, tx_id, record_id, user_type, payload)
+        if self._observer is not None:
+            self._observer(record)
 
     def _write_buffer(self) -> None:
         """Write the buffered records to the current file with one ``os.write``."""
@@ -683,6 +694,38 @@ class Journal:
                 os.fsync(fd)
         finally:
             os.close(fd)
+
+    # -- replication ----------------------------------------------------------------------------------------
+
+    def snapshot(self) -> list[bytes]:
+        """The live state as encoded records (committed records, then the unfinished transactions): replayed into an
+        empty journal they give this journal's state.  Taken at one moment of the owner's thread: together with
+        :meth:`observe_appends` set in the same turn, a backup misses nothing and gets nothing twice."""
+        self._check_open()
+        return list(self._live_records())
+
+    def observe_appends(self, observer: Callable[[bytes], None] | None) -> None:
+        """Give ``observer`` every record appended from now on (encoded, as written); ``None`` stops it."""
+        self._observer = observer
+
+    def replay(self, records: bytes) -> int:
+        """Append records another journal encoded (a snapshot or its appends, concatenated), as they are: the
+        sender checked each call, so only the bytes are checked here.  Returns how many were appended; a batch
+        that does not decode raises :class:`JournalCorrupted` at the offset of its first bad record, having
+        appended none of it."""
+        self._check_open()
+        decoded = []
+        offset = 0
+        while offset < len(records):
+            try:
+                record = decode_record(records, offset)
+            except BadBytes as bad:
+                raise JournalCorrupted(self._dir / "<replicated batch>", offset, bad.reason) from None
+            decoded.append(record)
+            offset += record.size
+        for record in decoded:
+            self._append(record.kind, record.tx_id, record.record_id, record.user_type, record.payload)
+        return len(decoded)
 
     # -- compaction -----------------------------------------------------------------------------------------
 

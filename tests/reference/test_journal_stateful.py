@@ -1,4 +1,5 @@
-"""hypothesis state machine: the journal against a dict model, across syncs, reopens and compactions."""
+"""hypothesis state machines: the journal against a dict model, across syncs, reopens and compactions; and a
+replica fed with the journal's snapshot and appends, against the same model."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-from cck.reference.journal import Journal, JournalStateError, PreparedTransaction, RecordInfo
+from cck.reference.journal import Journal, JournalCorrupted, JournalStateError, PreparedTransaction, RecordInfo
 
 IDS = st.integers(min_value=0, max_value=12)
 TXS = st.integers(min_value=1, max_value=4)
@@ -166,3 +168,80 @@ JournalMachine.TestCase.settings = settings(
     max_examples=150, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 test_journal_matches_a_dict_model = JournalMachine.TestCase
+
+
+class ReplicatedJournalMachine(JournalMachine):
+    """The same operations, with a replica attached at any point (the primary's snapshot, then every append it
+    makes, replayed into a journal of its own): reopened, the replica holds the model's state."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.replica: Journal | None = None
+        self.replica_dir = Path(tempfile.mkdtemp(prefix="cck-replica-"))
+
+    def teardown(self) -> None:
+        self.detach()
+        super().teardown()
+        shutil.rmtree(self.replica_dir, ignore_errors=True)
+
+    def detach(self) -> None:
+        self.journal.observe_appends(None)
+        if self.replica is not None:
+            self.replica.close()
+            self.replica = None
+
+    @rule()
+    def attach(self) -> None:
+        if self.replica is not None:
+            return
+        shutil.rmtree(self.replica_dir, ignore_errors=True)
+        replica = Journal(self.replica_dir, file_size=FILE_SIZE)
+        replica.open()
+        replica.replay(b"".join(self.journal.snapshot()))
+        self.journal.observe_appends(replica.replay)
+        self.replica = replica
+
+    @rule()
+    def replica_matches(self) -> None:
+        if self.replica is None:
+            return
+        self.detach()  # reopened, the replica discards its unprepared transactions: it no longer follows
+        reopened = Journal(self.replica_dir, file_size=FILE_SIZE)
+        try:
+            recovery = reopened.open()
+            assert recovery.records == tuple(self.live.values())
+            assert recovery.prepared == tuple(
+                PreparedTransaction(tx_id, tx.prepared, tuple(tx.writes.values()), tuple(tx.deletes))
+                for tx_id, tx in self.txs.items() if tx.prepared is not None)
+        finally:
+            reopened.close()
+
+    @rule()
+    def reopen(self) -> None:
+        self.detach()  # a restarted primary starts its backup afresh
+        super().reopen()
+
+
+ReplicatedJournalMachine.TestCase.settings = JournalMachine.TestCase.settings
+test_a_replica_matches_the_model = ReplicatedJournalMachine.TestCase
+
+
+def test_a_replicated_batch_that_does_not_decode_appends_nothing(tmp_path: Path) -> None:
+    primary, replica = Journal(tmp_path / "p"), Journal(tmp_path / "r")
+    primary.open()
+    replica.open()
+    try:
+        sent: list[bytes] = []
+        primary.observe_appends(sent.append)
+        primary.add(1, 1, b"one")
+        primary.add(2, 1, b"two")
+        batch = b"".join(sent)
+        with pytest.raises(JournalCorrupted) as bad:
+            replica.replay(batch[:-3])
+        assert bad.value.offset == len(sent[0])
+        assert replica.pending == 0
+        assert replica.replay(batch) == 2
+        assert [replica.is_live(n) for n in (1, 2, 3)] == [True, True, False]
+    finally:
+        primary.close()
+        replica.close()
