@@ -229,7 +229,7 @@ class Journal:
         self._busy: dict[int, int] = {}  # fd -> PendingSyncs that still have to fsync it
         self._retired: set[int] = set()  # fds no longer written, closed once no PendingSync needs them
         self._lock_fd = -1
-        self._observer: Callable[[bytes], None] | None = None  # given every appended record (replication)
+        self._observer: Callable[[bytes], object] | None = None  # given every appended record (replication)
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
@@ -704,7 +704,7 @@ class Journal:
         self._check_open()
         return list(self._live_records())
 
-    def observe_appends(self, observer: Callable[[bytes], None] | None) -> None:
+    def observe_appends(self, observer: Callable[[bytes], object] | None) -> None:
         """Give ``observer`` every record appended from now on (encoded, as written); ``None`` stops it."""
         self._observer = observer
 
