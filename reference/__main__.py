@@ -28,7 +28,9 @@ DESCRIPTION = """\
 The Core Conformance Kit's reference broker for the Apache ActiveMQ Artemis
 core protocol.  Without --config it runs the embedded default: an acceptor on
 127.0.0.1:61616, anonymous access, addresses and queues created on demand,
-data under ./data.  Stop it with SIGTERM or Ctrl-C: clients get DISCONNECT.
+data under ./data.  Stop it with SIGTERM or Ctrl-C: clients get DISCONNECT.  The
+active server of a shared-store pair stopped so leaves its backup passive unless
+failover-on-shutdown is true.
 """
 
 
@@ -76,11 +78,17 @@ async def _run(args: argparse.Namespace) -> int:
             return 0
         if not policy.is_backup:
             request.unlink(missing_ok=True)  # a failback this primary asked for is done
+            lock.resume()  # a store its last server paused is in use again: a backup may take over from here
         failback = asyncio.Event()
         watcher = (asyncio.ensure_future(_watch_for_failback(request, failback))
                    if policy.is_backup and policy.allow_failback else None)
         try:
             code = await _serve(args, config, settings, data, stop, failback)
+            if stop.is_set() and not policy.failover_on_shutdown:
+                # a graceful stop is not a failure: the backup stays passive until a primary is back (Artemis:
+                # the activation's close pauses the store unless failover-on-shutdown)
+                lock.pause()
+                LOG.info("stopped without failover-on-shutdown: the shared store is paused, its backup waits")
         finally:
             lock.release()
             if watcher is not None:
@@ -111,7 +119,9 @@ async def _activate_on_the_shared_store(config: BrokerConfig, settings: BrokerSe
     store taken asks for it back (a backup with ``allow-failback`` hands it over); ``defer``: a backup that just
     handed it over leaves it to the primary first.  False: told to stop while waiting."""
     request = lock.path.parent / FAILBACK_REQUEST
-    if not defer and lock.try_acquire():
+    activation = SharedStoreActivation(lock, stop, defer_to=request if defer else None,
+                                       heed_pause=config.ha_policy.is_backup)
+    if not defer and activation.try_now():
         return True
     announcer = _announcer(config, settings)
     if announcer is not None:
@@ -133,7 +143,7 @@ async def _activate_on_the_shared_store(config: BrokerConfig, settings: BrokerSe
     print(f"reference broker waiting for the shared store as {role} of node {settings.node_id}", file=sys.stderr,
           flush=True)
     try:
-        return await SharedStoreActivation(lock, stop, defer_to=request if defer else None).wait()
+        return await activation.wait()
     finally:
         if announcer is not None:
             await announcer.stop()

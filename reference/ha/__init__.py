@@ -5,6 +5,6 @@ announcement to the active one (``_announce.py``) and the activation of a server
 
 from ._activation import SharedStoreActivation
 from ._announce import BackupAnnouncer
-from ._lock import SharedStoreLock
+from ._lock import PAUSED, SharedStoreLock
 
-__all__ = ["BackupAnnouncer", "SharedStoreActivation", "SharedStoreLock"]
+__all__ = ["PAUSED", "BackupAnnouncer", "SharedStoreActivation", "SharedStoreLock"]

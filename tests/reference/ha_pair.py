@@ -1,16 +1,17 @@
 """A shared-store pair of reference brokers as real processes, for the tests that fail over between them: the
 two broker.xml files (one store, a cluster connection between the two, master and slave), the pair started
-primary first, and a kill -9."""
+primary first, a kill -9 and a graceful stop (SIGTERM)."""
 
 from __future__ import annotations
 
 import re
+import signal
 import socket
 from pathlib import Path
 
 from .conftest import STOP_DEADLINE_S, Launched
 
-__all__ = ["ANNOUNCED", "DEADLINE_S", "LISTENING", "WAITING", "kill", "pair", "write_configs"]
+__all__ = ["ANNOUNCED", "DEADLINE_S", "LISTENING", "WAITING", "kill", "pair", "stop", "write_configs"]
 
 WAITING = re.compile(r"waiting for the shared store")
 LISTENING = re.compile(r"listening")
@@ -25,7 +26,7 @@ def _free_port() -> int:
         return port
 
 
-def _broker_xml(name: str, role: str, own: int, peer: int, store: Path) -> str:
+def _broker_xml(name: str, role: str, own: int, peer: int, store: Path, failover_on_shutdown: bool) -> str:
     return f"""<configuration xmlns="urn:activemq"><core xmlns="urn:activemq:core">
   <name>{name}</name>
   <security-enabled>false</security-enabled>
@@ -41,15 +42,18 @@ def _broker_xml(name: str, role: str, own: int, peer: int, store: Path) -> str:
     <connector-ref>self</connector-ref><retry-interval>200</retry-interval>
     <static-connectors><connector-ref>peer</connector-ref></static-connectors>
   </cluster-connection></cluster-connections>
-  <ha-policy><shared-store><{role}/></shared-store></ha-policy>
+  <ha-policy><shared-store><{role}>
+    <failover-on-shutdown>{str(failover_on_shutdown).lower()}</failover-on-shutdown>
+  </{role}></shared-store></ha-policy>
 </core></configuration>"""
 
 
-def write_configs(tmp_path: Path) -> tuple[int, int]:
+def write_configs(tmp_path: Path, *, failover_on_shutdown: bool = False) -> tuple[int, int]:
     store = tmp_path / "store"
     ports = _free_port(), _free_port()
     for name, role, own, peer in (("primary", "master", ports[0], ports[1]), ("backup", "slave", ports[1], ports[0])):
-        (tmp_path / f"{name}.xml").write_text(_broker_xml(name, role, own, peer, store), encoding="utf-8")
+        xml = _broker_xml(name, role, own, peer, store, failover_on_shutdown)
+        (tmp_path / f"{name}.xml").write_text(xml, encoding="utf-8")
     return ports
 
 
@@ -67,3 +71,9 @@ def kill(*launched: Launched) -> None:
     for one in launched:
         one.process.kill()
         one.process.wait(timeout=STOP_DEADLINE_S)
+
+
+def stop(launched: Launched) -> int:
+    """A graceful stop (SIGTERM); the exit code."""
+    launched.process.send_signal(signal.SIGTERM)
+    return launched.process.wait(timeout=STOP_DEADLINE_S)
