@@ -95,6 +95,7 @@ from ._packets.control import (
     SubscribeClusterTopologyUpdatesMessage,
     SubscribeClusterTopologyUpdatesMessageV2,
 )
+from ._packets.kit import ReplicaAck, ReplicaBegin, ReplicaRecords, ReplicaStopping, ReplicaSubscribe
 from ._packets.messages import (
     SessionReceiveContinuationMessage,
     SessionReceiveLargeMessage,
@@ -172,7 +173,7 @@ from ._packets.xa import (
     SessionXAStartMessage,
     SessionXASuspend,
 )
-from ._registry import PACKET_CLASSES, packet_class
+from ._registry import KIT_PACKET_CLASSES, PACKET_CLASSES, packet_class
 from ._structures import (
     EMPTY_PROPERTIES,
     CoreMessage,
@@ -242,6 +243,12 @@ __all__ = [
     "NodeAnnounceMessage",
     "NullResponseMessage",
     "PACKET_CLASSES",
+    "KIT_PACKET_CLASSES",
+    "ReplicaAck",
+    "ReplicaBegin",
+    "ReplicaRecords",
+    "ReplicaStopping",
+    "ReplicaSubscribe",
     "PREAMBLE",
     "Packet",
     "PacketType",

@@ -142,6 +142,13 @@ class PacketType(IntEnum):
     CREATE_PRODUCER = -20
     REMOVE_PRODUCER = -21
     SESS_BINDINGQUERY_RESP_V5 = -22
+    # The kit's own packets, never sent to or by Artemis: journal replication between two reference brokers on
+    # the cluster channel (``reference/ha``); codes from the bottom of the byte, far from Artemis's.
+    KIT_REPLICA_SUBSCRIBE = -128
+    KIT_REPLICA_BEGIN = -127
+    KIT_REPLICA_RECORDS = -126
+    KIT_REPLICA_ACK = -125
+    KIT_REPLICA_STOPPING = -124
 
 
 class ExceptionType(IntEnum):

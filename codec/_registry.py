@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._constants import PacketType
 from ._packets import consumers as _c
 from ._packets import control as _ctl
+from ._packets import kit as _kit
 from ._packets import messages as _m
 from ._packets import producers as _p
 from ._packets import queues as _q
@@ -13,7 +14,7 @@ from ._packets import topology as _t
 from ._packets import xa as _x
 from ._packets._base import Packet
 
-__all__ = ["PACKET_CLASSES", "packet_class"]
+__all__ = ["KIT_PACKET_CLASSES", "PACKET_CLASSES", "packet_class"]
 
 #: Every packet the codec knows, grouped by family as in the notes' catalogue.
 PACKET_CLASSES: dict[PacketType, type[Packet]] = {
@@ -115,7 +116,14 @@ PACKET_CLASSES: dict[PacketType, type[Packet]] = {
     )
 }
 
-_BY_CODE: dict[int, type[Packet]] = {int(k): v for k, v in PACKET_CLASSES.items()}
+#: The kit's own packets (replication between reference brokers): decoded like the others, never Artemis's, so
+#: outside the table the Artemis vectors must cover.
+KIT_PACKET_CLASSES: dict[PacketType, type[Packet]] = {
+    cls.TYPE: cls
+    for cls in (_kit.ReplicaSubscribe, _kit.ReplicaBegin, _kit.ReplicaRecords, _kit.ReplicaAck, _kit.ReplicaStopping)
+}
+
+_BY_CODE: dict[int, type[Packet]] = {int(k): v for k, v in (PACKET_CLASSES | KIT_PACKET_CLASSES).items()}
 
 
 def packet_class(type_code: int) -> type[Packet] | None:

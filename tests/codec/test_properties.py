@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cck.codec import (
+    KIT_PACKET_CLASSES,
     PACKET_CLASSES,
     CodecError,
     FrameDecoder,
@@ -30,11 +31,11 @@ SETTINGS = settings(
 VERSIONS = [0, *COMPATIBLE_VERSIONS]
 
 
-@pytest.mark.parametrize("packet_type", list(PACKET_CLASSES), ids=lambda t: t.name)
+@pytest.mark.parametrize("packet_type", list(PACKET_CLASSES | KIT_PACKET_CLASSES), ids=lambda t: t.name)
 @SETTINGS
 @given(data=st.data())
 def test_every_packet_type_round_trips(packet_type: PacketType, data: st.DataObject) -> None:
-    cls = PACKET_CLASSES[packet_type]
+    cls = (PACKET_CLASSES | KIT_PACKET_CLASSES)[packet_type]
     packet = data.draw(packets_of(cls))
     frame = encode_packet(packet, 10)
     decoded = decode_frame(frame)
