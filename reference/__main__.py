@@ -164,7 +164,8 @@ def _announcer(config: BrokerConfig, settings: BrokerSettings) -> BackupAnnounce
 async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: BrokerSettings, data: Path,
                  stop: asyncio.Event, failback: asyncio.Event | None) -> int:
     """Serve until ``stop`` (a graceful stop: DISCONNECT to the clients, scale-down if configured) or ``failback``
-    (the store goes back to the primary: the clients' connections close without DISCONNECT, so they fail over)."""
+    (the store goes back to the primary: DISCONNECT too, and the clients fail over to the primary they know as
+    this server's backup; Artemis's backup stops the same way, ActiveMQServerImpl.stop freezing the connections)."""
     acceptor = next((a for a in config.acceptors if a.protocols is None or "CORE" in a.protocols), None)
     host = args.host or (acceptor.host if acceptor else "127.0.0.1")
     port = args.port if args.port is not None else (acceptor.port if acceptor else 61616)
@@ -203,7 +204,7 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: Broke
     if not handing_back:
         await scale_down(config, core, server, udp_groups)
     await udp_groups.stop()
-    await server.stop(disconnect=not handing_back)
+    await server.stop()
     if storage is not None:
         storage.journal.sync()
         storage.journal.close()
