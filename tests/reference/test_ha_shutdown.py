@@ -186,3 +186,19 @@ async def _stopped_with_failover(primary: Launched, backup: Launched, ports: tup
         assert "DISCONNECT" in str(watch.failures[0]), watch.failures
         assert connection.machine.connector == Connector("127.0.0.1", ports[1])
         assert sorted(await _receive_all(session)) == list(range(COUNT))
+
+
+def test_a_backup_that_took_over_and_is_stopped_leaves_the_store_paused_for_the_primary(tmp_path: Path) -> None:
+    write_configs(tmp_path, failover_on_shutdown=False)
+    primary, backup = pair(tmp_path)
+    again = None
+    try:
+        kill(primary)
+        backup.wait_for(LISTENING, DEADLINE_S)
+        assert stop(backup) == 0
+        assert (tmp_path / "store" / "paused").exists()
+        again = Launched("--config", str(tmp_path / "primary.xml"))
+        again.wait_for(LISTENING, DEADLINE_S)  # a primary takes a paused store
+        assert not (tmp_path / "store" / "paused").exists()
+    finally:
+        kill(primary, backup, *([again] if again is not None else []))
