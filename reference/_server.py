@@ -37,6 +37,7 @@ replies waiting for it are dropped and their connections closed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import logging
@@ -48,7 +49,7 @@ from typing import Protocol
 from ._clock import monotonic_ms
 from .broker import BrokerCore
 
-__all__ = ["BrokerServer", "GroupCommit", "SyncInProgress"]
+__all__ = ["BrokerServer", "GroupCommit", "HandOver", "StreamHandler", "SyncInProgress"]
 
 LOG = logging.getLogger("cck.reference.server")
 
@@ -70,6 +71,18 @@ class GroupCommit(Protocol):
         """Start making everything stored so far durable; ``None`` when nothing is waiting for that."""
 
 
+class StreamHandler(Protocol):
+    """What speaks on a connection the core handed over (a backup's journal replication)."""
+
+    def data_received(self, data: bytes) -> None: ...
+
+    def connection_lost(self, exc: Exception | None) -> None: ...
+
+
+#: Takes a connection the core is done with (its transport) and returns what reads from it from then on.
+HandOver = Callable[[asyncio.Transport], StreamHandler]
+
+
 @dataclass(slots=True)
 class _Batch:
     """What one flush took from the core: replies per connection, then connections to close."""
@@ -84,6 +97,7 @@ class _Protocol(asyncio.Protocol):
         self.server = server
         self.conn_id = 0
         self.transport: asyncio.Transport | None = None
+        self.handler: StreamHandler | None = None  # once the core handed the connection over
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -92,10 +106,17 @@ class _Protocol(asyncio.Protocol):
         self.conn_id = self.server.register(self, str(peer))
 
     def data_received(self, data: bytes) -> None:
-        self.server.received(self.conn_id, data)
+        if self.handler is not None:
+            self.handler.data_received(data)
+        else:
+            self.server.received(self.conn_id, data)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.server.unregister(self.conn_id)
+        if self.handler is not None:
+            self.server.handed_lost(self)
+            self.handler.connection_lost(exc)
+        else:
+            self.server.unregister(self.conn_id)
 
 
 class BrokerServer:
@@ -109,6 +130,7 @@ class BrokerServer:
         *,
         group_commit: GroupCommit | None = None,
         clock: Callable[[], int] = monotonic_ms,
+        hand_over: HandOver | None = None,
     ) -> None:
         self.core = core
         self.host = host
@@ -128,6 +150,9 @@ class BrokerServer:
         self._counted_waiting: dict[int, int] = {}  # connection → waiting batches holding a counted packet for it
         self._fsync_thread: ThreadPoolExecutor | None = None
         self._closing = False  # stop() began closing the connections: one accepted from now on is closed at once
+        self._hand_over = hand_over
+        self._handing: set[int] = set()  # to hand over once the output taken with them is written
+        self._handed: list[_Protocol] = []  # handed over, still open (closed by stop())
 
     @property
     def bound_port(self) -> int:
@@ -173,7 +198,7 @@ class BrokerServer:
         # connection, and without DISCONNECT (a failback) the clients would keep theirs open (a transport writes
         # what it still holds before it closes)
         self._closing = True
-        for protocol in list(self._protocols.values()):
+        for protocol in [*self._protocols.values(), *self._handed]:
             if protocol.transport is not None:
                 protocol.transport.close()
         if self._server is not None:
@@ -193,6 +218,10 @@ class BrokerServer:
         self._protocols[conn_id] = protocol
         self.core.connection_made(conn_id, self.clock(), peer)
         return conn_id
+
+    def handed_lost(self, protocol: _Protocol) -> None:
+        with contextlib.suppress(ValueError):
+            self._handed.remove(protocol)
 
     def unregister(self, conn_id: int) -> None:
         if self._protocols.pop(conn_id, None) is not None:
@@ -223,6 +252,10 @@ class BrokerServer:
         self._flush_scheduled = False
         early, output, counted = self.core.take_output_split()
         closing = self.core.take_closing()
+        handed = self.core.take_handed()
+        if handed:  # handed over where a close would happen: after the output taken with them
+            self._handing |= handed
+            closing |= handed
         for conn_id, data in early.items():
             if self._counted_waiting.get(conn_id):  # behind a counted packet still waiting: keep the wire order
                 output[conn_id] = data + output.get(conn_id, b"")
@@ -325,6 +358,16 @@ class BrokerServer:
 
     def _close(self, conn_id: int) -> None:
         protocol = self._protocols.get(conn_id)
+        if conn_id in self._handing:
+            self._handing.discard(conn_id)
+            if protocol is not None and protocol.transport is not None and self._hand_over is not None \
+                    and not protocol.transport.is_closing():
+                del self._protocols[conn_id]
+                self.core.connection_lost(conn_id, self.clock())
+                protocol.handler = self._hand_over(protocol.transport)
+                self._handed.append(protocol)
+                self._schedule_flush()
+                return
         if protocol is not None and protocol.transport is not None:
             protocol.transport.close()
 

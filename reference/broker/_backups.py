@@ -18,6 +18,7 @@ from cck.codec import (
     ClusterConnectReplyMessage,
     NodeAnnounceMessage,
     Packet,
+    ReplicaSubscribe,
     TransportConfiguration,
 )
 
@@ -64,7 +65,8 @@ class BackupRegistry:
 
 
 class ClusterChannelHandlers:
-    """The handlers of channel 3 by packet class (:attr:`table`): cluster login and node announcements."""
+    """The handlers of channel 3 by packet class (:attr:`table`): cluster login, node announcements, and a
+    backup's subscription to the journal (the connection then leaves the core for the server's replication)."""
 
     def __init__(self, settings: BrokerSettings, outbox: Outbox, backups: BackupRegistry) -> None:
         self._settings = settings
@@ -74,6 +76,7 @@ class ClusterChannelHandlers:
         self.table: dict[type[Packet], Callable[[Connection, Any], None]] = {
             ClusterConnectMessage: self._cluster_connect,
             NodeAnnounceMessage: self._node_announce,
+            ReplicaSubscribe: self._replica_subscribe,
         }
 
     def _cluster_connect(self, conn: Connection, packet: ClusterConnectMessage) -> None:
@@ -93,6 +96,18 @@ class ClusterChannelHandlers:
         connector = packet.backup_connector or packet.connector
         if packet.backup and packet.node_id == self._settings.node_id and connector is not None:
             self._backups.announced(conn, connector)
+
+    def _replica_subscribe(self, conn: Connection, packet: ReplicaSubscribe) -> None:
+        if conn.conn_id not in self._authorized:
+            LOG.warning("replica subscription before a cluster login refused", extra={"conn": conn.conn_id})
+            self._outbox.close_after_output(conn)
+        elif not self._settings.accept_replicas:
+            LOG.warning("replica subscription refused: this server is not a replication primary",
+                        extra={"conn": conn.conn_id, "backup": packet.backup})
+            self._outbox.close_after_output(conn)
+        else:
+            LOG.info("backup subscribed to the journal", extra={"conn": conn.conn_id, "backup": packet.backup})
+            self._outbox.hand_over(conn)
 
     def connection_lost(self, conn_id: int) -> None:
         self._authorized.discard(conn_id)

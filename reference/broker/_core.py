@@ -219,6 +219,11 @@ class BrokerCore:
         """Connections the transport must close once their output is written."""
         return self._outbox.take_closing()
 
+    def take_handed(self) -> set[int]:
+        """Connections the transport must hand, once their output is written, to the journal replication (a
+        backup subscribed on them); the core is done with them (it forgets them when told they are lost)."""
+        return self._outbox.take_handed()
+
     def shutdown(self, scale_down_to: tuple[str, TransportConfiguration | None] | None = None) -> None:
         """Flush confirmations, say DISCONNECT to every client and end every session (broker stopping).
 

@@ -26,6 +26,7 @@ class Outbox:
 
     def __init__(self) -> None:
         self._closing: set[int] = set()
+        self._handing: set[int] = set()
 
     # ---------------------------------------------------------------- packets
 
@@ -77,9 +78,20 @@ class Outbox:
     def closing(self, conn_id: int) -> bool:
         return conn_id in self._closing
 
+    def hand_over(self, conn: Connection) -> None:
+        """The connection leaves the core once its output is written: from then on another part of the server
+        speaks on it (a backup's journal replication)."""
+        conn.closing = True  # the core reads nothing more from it
+        self._handing.add(conn.conn_id)
+
+    def take_handed(self) -> set[int]:
+        handed, self._handing = self._handing, set()
+        return handed
+
     def forget(self, conn_id: int) -> None:
         """The connection is gone already: nothing to close."""
         self._closing.discard(conn_id)
+        self._handing.discard(conn_id)
 
     def take_closing(self) -> set[int]:
         closing, self._closing = self._closing, set()

@@ -34,3 +34,5 @@ class BrokerSettings:
     #: per address, how many producers' duplicate IDs are remembered (id-cache-size), and whether they are stored
     id_cache_size: int = 20000
     persist_id_cache: bool = True
+    #: a replication primary: a backup that logged in with the cluster credentials may subscribe to the journal
+    accept_replicas: bool = False

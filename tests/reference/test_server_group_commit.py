@@ -79,6 +79,9 @@ class ScriptedCore:
         closing, self.closing = self.closing, set()
         return closing
 
+    def take_handed(self) -> set[int]:
+        return set()  # nothing here subscribes to a journal
+
     def shutdown(self) -> None:
         for box in self.outbox.values():
             box += b"<bye>"

@@ -1,0 +1,142 @@
+"""The backup's side of journal replication: a connection of its own to the primary (the ARTEMIS preamble, a ping,
+CLUSTER_CONNECT with the cluster credentials, then KIT_REPLICA_SUBSCRIBE on channel 3), a journal of its own
+that takes the primary's records as they come (:meth:`Journal.replay`), made durable before each
+acknowledgement.  See ``_source.py`` for the primary's side.
+
+The primary's live state replaces whatever the backup's journal held: it is started afresh at KIT_REPLICA_BEGIN
+(the node ID it will serve as is written beside it).  :meth:`Replica.follow` returns how the stream ended: the
+primary stopped (gracefully, saying whether to take over) or was lost; a backup takes over only with a journal
+that was synchronised in full.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from cck.codec import (
+    PREAMBLE,
+    ClusterConnectMessage,
+    ClusterConnectReplyMessage,
+    CodecError,
+    FrameDecoder,
+    Ping,
+    ReplicaAck,
+    ReplicaBegin,
+    ReplicaRecords,
+    ReplicaStopping,
+    ReplicaSubscribe,
+    encode_packet,
+)
+
+from ..journal import Journal, JournalError
+
+__all__ = ["Replica", "ReplicaEnd"]
+
+LOG = logging.getLogger("cck.reference.ha")
+
+_CLUSTER_CHANNEL = 3
+_TTL_MS = 30_000
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaEnd:
+    """How following the primary ended.  ``how``: ``refused`` (no connection, or the cluster login or the
+    subscription was refused), ``lost`` (the connection broke), ``stopped`` (the primary said it stops);
+    ``synced``: the backup's journal holds the primary's whole state up to the end; ``failover``: a stopping
+    primary asked its backup to take over."""
+
+    how: Literal["refused", "lost", "stopped"]
+    synced: bool
+    failover: bool = False
+    detail: str = ""
+
+
+class Replica:
+    """Follows a primary into ``journal_dir`` (a directory of its own); ``node_id_file`` gets the primary's node
+    ID.  One :meth:`follow` at a time."""
+
+    def __init__(self, journal_dir: Path, node_id_file: Path, *, user: str, password: str, name: str,
+                 file_size: int = 10 * 1024 * 1024) -> None:
+        self.journal_dir = journal_dir
+        self.node_id_file = node_id_file
+        self.user = user
+        self.password = password
+        self.name = name
+        self.file_size = file_size
+        #: Set once the journal holds the primary's whole live state (the backup may take over from then on).
+        self.synced = asyncio.Event()
+        self.stored = 0  # records of the current stream made durable
+
+    async def follow(self, host: str, port: int) -> ReplicaEnd:
+        """Connect to the primary at ``host:port`` and store what it sends until the stream ends."""
+        self.synced.clear()
+        self.stored = 0
+        try:
+            reader, writer = await asyncio.open_connection(host, port)
+        except OSError as exc:
+            return ReplicaEnd("refused", False, detail=str(exc))
+        journal: Journal | None = None
+        try:
+            writer.write(PREAMBLE + encode_packet(Ping(_TTL_MS), 0)
+                         + encode_packet(ClusterConnectMessage(self.user, self.password), _CLUSTER_CHANNEL))
+            decoder = FrameDecoder()
+            while True:
+                data = await reader.read(1024 * 1024)
+                if not data:
+                    return self._end("lost", "the primary closed the connection")
+                decoder.feed(data)
+                upto = None
+                for frame in decoder:
+                    packet = frame.packet
+                    if isinstance(packet, ClusterConnectReplyMessage):
+                        if not packet.authorized:
+                            return self._end("refused", "the primary refused the cluster credentials")
+                        writer.write(encode_packet(ReplicaSubscribe(self.name), _CLUSTER_CHANNEL))
+                    elif isinstance(packet, ReplicaBegin):
+                        journal = self._start_afresh(packet.node_id)
+                    elif isinstance(packet, ReplicaRecords):
+                        if journal is None:
+                            return self._end("lost", "records before KIT_REPLICA_BEGIN")
+                        journal.replay(packet.records)
+                        upto = packet.upto
+                        if packet.synced and not self.synced.is_set():
+                            journal.sync()
+                            self.synced.set()
+                            LOG.info("backup synchronised with the primary", extra={"records": upto})
+                    elif isinstance(packet, ReplicaStopping):
+                        if journal is not None:
+                            journal.sync()
+                        return self._end("stopped", "the primary stops", failover=packet.failover)
+                if upto is not None and journal is not None:
+                    journal.sync()  # durable before acknowledged: the primary confirms its clients on this
+                    self.stored = upto
+                    writer.write(encode_packet(ReplicaAck(upto), _CLUSTER_CHANNEL))
+        except (OSError, CodecError, JournalError) as exc:
+            return self._end("lost", f"{type(exc).__name__}: {exc}")
+        finally:
+            if journal is not None:
+                with contextlib.suppress(JournalError, OSError):
+                    journal.close()
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+    def _end(self, how: Literal["refused", "lost", "stopped"], detail: str, *, failover: bool = False) -> ReplicaEnd:
+        end = ReplicaEnd(how, self.synced.is_set(), failover, detail)
+        LOG.info("stopped following the primary", extra={"how": how, "synced": end.synced, "detail": detail})
+        return end
+
+    def _start_afresh(self, node_id: str) -> Journal:
+        """An empty journal for the primary's state (what the directory held before is of an older stream)."""
+        shutil.rmtree(self.journal_dir, ignore_errors=True)
+        journal = Journal(self.journal_dir, file_size=self.file_size)
+        journal.open()
+        self.node_id_file.parent.mkdir(parents=True, exist_ok=True)
+        self.node_id_file.write_text(node_id + "\n", encoding="ascii")
+        return journal

@@ -1,0 +1,239 @@
+"""The primary's side of journal replication: its backups' connections (handed over by the broker core once a
+backup logged in with the cluster credentials and subscribed) and the group commit that waits for them.
+
+Each subscribed backup gets the node ID (KIT_REPLICA_BEGIN), the journal's live state (:meth:`Journal.snapshot`)
+and from then on every record the journal appends, numbered from 1 over its connection, in batches of at most
+:data:`BATCH_BYTES` (KIT_REPLICA_RECORDS; the live state's last batch says ``synced``).  The backup answers
+KIT_REPLICA_ACK with the number of the last record it has made durable.
+
+Nothing a client was told is stored may be missing from a backup that takes over: :meth:`Replication.begin_sync`
+wraps the journal's group commit, and its worker-thread half returns only once the local fsync is done *and*
+every backup acknowledged the records appended before the sync began -- or was dropped: a backup that does not
+acknowledge within ``ack_timeout_s`` is disconnected and the primary goes on alone (as an Artemis primary does when
+its backup goes away).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from cck.codec import (
+    CodecError,
+    FrameDecoder,
+    ReplicaAck,
+    ReplicaBegin,
+    ReplicaRecords,
+    ReplicaStopping,
+    encode_packet,
+)
+
+from ..journal import Journal
+
+__all__ = ["BATCH_BYTES", "Replication", "ReplicationSource"]
+
+LOG = logging.getLogger("cck.reference.ha")
+
+_CLUSTER_CHANNEL = 3
+#: Records per KIT_REPLICA_RECORDS packet, at most (a record larger than this goes alone).
+BATCH_BYTES = 1024 * 1024
+
+
+class ReplicationSource:
+    """One backup's connection: the records sent to it and what it acknowledged.  Loop-side methods run on the
+    event loop; :meth:`wait_acked` runs in the group commit's worker thread."""
+
+    def __init__(self, transport: asyncio.Transport, name: str, *, gone: Callable[[ReplicationSource], None]) -> None:
+        self.name = name
+        self._transport = transport
+        self._gone_callback = gone
+        self._decoder = FrameDecoder()
+        self._pending: list[bytes] = []  # appended records not yet written to the backup
+        self._flush_scheduled = False
+        self._sent = 0  # records numbered so far
+        self._acked = 0
+        self._gone = False
+        self._changed = threading.Condition()
+
+    @property
+    def sent(self) -> int:
+        return self._sent
+
+    @property
+    def acked(self) -> int:
+        with self._changed:
+            return self._acked
+
+    def begin(self, node_id: str, snapshot: list[bytes]) -> None:
+        """The node ID and the live state, written at once (the same loop turn as the snapshot was taken)."""
+        self._transport.write(encode_packet(ReplicaBegin(node_id), _CLUSTER_CHANNEL))
+        self._write(snapshot, synced=True)
+        LOG.info("backup synchronising", extra={"backup": self.name, "records": len(snapshot)})
+
+    def appended(self, record: bytes) -> None:
+        """A record the journal appended: sent in the next loop turn, with the others of this one."""
+        if self._gone:
+            return
+        self._pending.append(record)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Write the records appended so far (the group commit calls it before waiting for them)."""
+        self._flush_scheduled = False
+        if self._pending and not self._gone:
+            records, self._pending = self._pending, []
+            self._write(records, synced=True)
+
+    def _write(self, records: list[bytes], *, synced: bool) -> None:
+        batch: list[bytes] = []
+        size = 0
+        packets = []
+        for index, record in enumerate(records):
+            batch.append(record)
+            size += len(record)
+            if size >= BATCH_BYTES or index == len(records) - 1:
+                self._sent += len(batch)
+                last = index == len(records) - 1
+                packets.append(encode_packet(ReplicaRecords(self._sent, synced and last, b"".join(batch)),
+                                             _CLUSTER_CHANNEL))
+                batch, size = [], 0
+        if not records:  # an empty live state is synced at once
+            packets.append(encode_packet(ReplicaRecords(self._sent, synced, b""), _CLUSTER_CHANNEL))
+        self._transport.write(b"".join(packets))
+
+    def stopping(self, failover: bool) -> None:
+        """Tell the backup this primary stops gracefully, and whether it should take over."""
+        if not self._gone:
+            self.flush()
+            self._transport.write(encode_packet(ReplicaStopping(failover), _CLUSTER_CHANNEL))
+
+    # -------------------------------------------------------------------- the connection (StreamHandler)
+
+    def data_received(self, data: bytes) -> None:
+        self._decoder.feed(data)
+        try:
+            for frame in self._decoder:
+                if isinstance(frame.packet, ReplicaAck):
+                    with self._changed:
+                        self._acked = max(self._acked, frame.packet.upto)
+                        self._changed.notify_all()
+                # anything else (a ping) needs no answer on a replication connection
+        except CodecError as exc:
+            LOG.warning("bad input from a backup; dropping it", extra={"backup": self.name, "detail": str(exc)})
+            self.drop()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._ended("its connection closed" if exc is None else f"its connection failed: {exc}")
+
+    def drop(self) -> None:
+        """Stop replicating to this backup (it failed to keep up, or sent garbage)."""
+        self._transport.close()
+        self._ended("dropped")
+
+    def _ended(self, why: str) -> None:
+        if self._gone:
+            return
+        with self._changed:
+            self._gone = True
+            self._changed.notify_all()
+        LOG.info("backup no longer replicated to", extra={"backup": self.name, "reason": why})
+        self._gone_callback(self)
+
+    # -------------------------------------------------------------------- the worker thread
+
+    def wait_acked(self, upto: int, timeout_s: float) -> bool:
+        """Until the backup acknowledged record ``upto`` (True) or went away (True: nothing to wait for any more);
+        False when ``timeout_s`` passed first."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._gone or self._acked >= upto, timeout_s)
+
+
+class _LocalSync(Protocol):
+    """What the journal's own group commit gives (:class:`reference.journal.PendingSync`)."""
+
+    def wait(self) -> None: ...
+
+    def done(self, error: BaseException | None = None) -> None: ...
+
+
+class _ReplicatedSync:
+    """A group commit that also waits for the backups: see the module's docstring."""
+
+    def __init__(self, local: _LocalSync | None, waits: list[tuple[ReplicationSource, int]], timeout_s: float,
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self._local = local
+        self._waits = waits
+        self._timeout_s = timeout_s
+        self._loop = loop
+
+    def wait(self) -> None:
+        if self._local is not None:
+            self._local.wait()
+        for source, upto in self._waits:
+            if not source.wait_acked(upto, self._timeout_s):
+                LOG.warning("a backup did not acknowledge in time; replicating no more to it",
+                            extra={"backup": source.name, "upto": upto, "timeout_s": self._timeout_s})
+                self._loop.call_soon_threadsafe(source.drop)
+
+    def done(self, error: BaseException | None = None) -> None:
+        if self._local is not None:
+            self._local.done(error)
+
+
+class Replication:
+    """The primary's backups (any number, each with a connection of its own) and the group commit that waits for
+    them.  ``group_commit``: the journal's own (``JournalStorage``); ``journal``: the journal it writes."""
+
+    def __init__(self, group_commit: Callable[[], _LocalSync | None], journal: Journal, node_id: str, *,
+                 ack_timeout_s: float = 10.0) -> None:
+        self._local_begin = group_commit
+        self._journal = journal
+        self._node_id = node_id
+        self._ack_timeout_s = ack_timeout_s
+        self._sources: list[ReplicationSource] = []
+
+    @property
+    def backups(self) -> int:
+        return len(self._sources)
+
+    def accept(self, transport: asyncio.Transport) -> ReplicationSource:
+        """A connection the core handed over (a subscribed backup): starts its synchronisation now."""
+        peer = transport.get_extra_info("peername")
+        source = ReplicationSource(transport, str(peer), gone=self._gone)
+        source.begin(self._node_id, self._journal.snapshot())
+        self._sources.append(source)
+        self._journal.observe_appends(self._appended)
+        return source
+
+    def _appended(self, record: bytes) -> None:
+        for source in self._sources:
+            source.appended(record)
+
+    def _gone(self, source: ReplicationSource) -> None:
+        if source in self._sources:
+            self._sources.remove(source)
+        if not self._sources:
+            self._journal.observe_appends(None)
+
+    def begin_sync(self) -> _ReplicatedSync | _LocalSync | None:
+        """The server's group commit (:class:`reference._server.GroupCommit`): the journal's, plus the wait for
+        every backup to acknowledge what was appended so far."""
+        local = self._local_begin()
+        waits = []
+        for source in self._sources:
+            source.flush()
+            if source.acked < source.sent:
+                waits.append((source, source.sent))
+        if not waits:
+            return local
+        return _ReplicatedSync(local, waits, self._ack_timeout_s, asyncio.get_running_loop())
+
+    def stopping(self, failover: bool) -> None:
+        """A graceful stop: every backup is told, and whether to take over."""
+        for source in list(self._sources):
+            source.stopping(failover)

@@ -1,0 +1,174 @@
+"""Journal replication between a primary (a real BrokerServer on a real journal, in this process) and a Replica:
+the backup's journal holds the primary's state from before it subscribed and every durable send the primary
+confirmed afterwards, a send is confirmed only once the backup acknowledged it, and the stream's end says how
+it ended.  Every wait has a deadline."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from cck.codec import CoreMessage, RoutingType
+from cck.reference._server import BrokerServer
+from cck.reference.broker import BrokerCore, BrokerSettings, JournalStorage, open_journal
+from cck.reference.broker._cluster import ClusterRole
+from cck.reference.client import ClientSettings, connect
+from cck.reference.ha._replica import Replica, ReplicaEnd
+from cck.reference.ha._source import Replication
+
+DEADLINE_S = 20.0
+USER, PASSWORD = "cluster", "secret"
+T = TypeVar("T")
+
+
+async def within(awaitable: Awaitable[T]) -> T:
+    return await asyncio.wait_for(awaitable, DEADLINE_S)
+
+
+@asynccontextmanager
+async def primary(data: Path) -> AsyncIterator[tuple[BrokerServer, Replication]]:
+    journal, recovery = open_journal(data / "journal", sync=False)
+    storage = JournalStorage(journal)
+    role = ClusterRole("cc", "primary-node", None, user=USER, password=PASSWORD)
+    core = BrokerCore(BrokerSettings(node_id="primary-node", cluster=role, accept_replicas=True), storage=storage)
+    storage.recover(recovery, post_office=core.post_office, transactions=core.transactions, cluster=core.cluster,
+                    duplicates=core.duplicates)
+    replication = Replication(storage.begin_sync, journal, "primary-node")
+    server = BrokerServer(core, "127.0.0.1", 0, group_commit=replication, hand_over=replication.accept)
+    await server.start()
+    try:
+        yield server, replication
+    finally:
+        await server.stop()
+        journal.close()
+
+
+async def send_durable(url: str, queue: str, bodies: list[str], *, create: bool = False) -> None:
+    async with await connect(url, settings=ClientSettings(reconnect_attempts=0)) as connection:
+        session = await connection.create_session()
+        if create:
+            await session.create_queue(queue, queue, routing_type=RoutingType.ANYCAST, durable=True)
+        producer = session.create_producer(queue)
+        for body in bodies:
+            await producer.send(CoreMessage(body=body.encode(), durable=True))
+
+
+def stored_messages(data: Path) -> int:
+    """How many messages a broker recovering ``data`` finds (the backup's journal as it would activate on it)."""
+    journal, recovery = open_journal(data, sync=False)
+    try:
+        storage = JournalStorage(journal)
+        core = BrokerCore(BrokerSettings(node_id="backup-view"), storage=storage)
+        report = storage.recover(recovery, post_office=core.post_office, transactions=core.transactions,
+                                 cluster=core.cluster, duplicates=core.duplicates)
+        return int(report.messages)
+    finally:
+        journal.close()
+
+
+def test_the_backup_holds_what_was_there_and_every_confirmed_send(tmp_path: Path) -> None:
+    async def scenario() -> tuple[ReplicaEnd, int, int]:
+        async with primary(tmp_path / "primary") as (server, replication):
+            url = f"tcp://127.0.0.1:{server.bound_port}"
+            await send_durable(url, "q", ["before-1", "before-2"], create=True)
+            replica = Replica(tmp_path / "backup" / "journal", tmp_path / "backup" / "node-id", user=USER,
+                              password=PASSWORD, name="test-backup")
+            following = asyncio.ensure_future(replica.follow("127.0.0.1", server.bound_port))
+            await within(replica.synced.wait())
+            await send_durable(url, "q", [f"after-{n}" for n in range(5)])
+            acked_when_confirmed = replica.stored
+            assert replication.backups == 1
+        end = await within(following)  # the primary stopped: its connection closed under the replica
+        return end, acked_when_confirmed, replication.backups
+
+    end, acked, backups = asyncio.run(scenario())
+    assert end.how == "lost"
+    assert end.synced
+    assert acked > 0
+    assert backups == 0
+    assert (tmp_path / "backup" / "node-id").read_text(encoding="ascii").strip() == "primary-node"
+    assert stored_messages(tmp_path / "backup" / "journal") == 7
+
+
+def test_a_stopping_primary_says_whether_to_take_over(tmp_path: Path) -> None:
+    async def scenario() -> ReplicaEnd:
+        async with primary(tmp_path / "primary") as (server, replication):
+            replica = Replica(tmp_path / "backup" / "journal", tmp_path / "backup" / "node-id", user=USER,
+                              password=PASSWORD, name="test-backup")
+            following = asyncio.ensure_future(replica.follow("127.0.0.1", server.bound_port))
+            await within(replica.synced.wait())
+            replication.stopping(failover=True)
+            return await within(following)
+
+    end = asyncio.run(scenario())
+    assert (end.how, end.synced, end.failover) == ("stopped", True, True)
+
+
+def test_wrong_cluster_credentials_are_refused(tmp_path: Path) -> None:
+    async def scenario() -> ReplicaEnd:
+        async with primary(tmp_path / "primary") as (server, replication):
+            replica = Replica(tmp_path / "backup" / "journal", tmp_path / "backup" / "node-id", user=USER,
+                              password="wrong", name="test-backup")
+            end = await within(replica.follow("127.0.0.1", server.bound_port))
+            assert replication.backups == 0
+            return end
+
+    end = asyncio.run(scenario())
+    assert (end.how, end.synced) == ("refused", False)
+
+
+class AckHolder:
+    """A relay between the replica and the primary that can hold what the backup sends (its acknowledgements)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.open = asyncio.Event()
+        self.open.set()
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        port: int = self.server.sockets[0].getsockname()[1]
+        return port
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.port)
+
+        async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter, gated: bool) -> None:
+            while data := await source.read(65536):
+                if gated:
+                    await self.open.wait()
+                sink.write(data)
+            sink.close()
+
+        await asyncio.gather(pump(reader, up_writer, True), pump(up_reader, writer, False), return_exceptions=True)
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+
+def test_a_send_is_confirmed_only_once_the_backup_acknowledged_it(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with primary(tmp_path / "primary") as (server, _):
+            url = f"tcp://127.0.0.1:{server.bound_port}"
+            await send_durable(url, "q", ["before"], create=True)
+            holder = AckHolder(server.bound_port)
+            relay_port = await holder.start()
+            replica = Replica(tmp_path / "backup" / "journal", tmp_path / "backup" / "node-id", user=USER,
+                              password=PASSWORD, name="test-backup")
+            following = asyncio.ensure_future(replica.follow("127.0.0.1", relay_port))
+            await within(replica.synced.wait())
+            holder.open.clear()  # the backup's acknowledgements stop reaching the primary
+            sending = asyncio.ensure_future(send_durable(url, "q", ["held"]))
+            done, _ = await asyncio.wait([sending], timeout=1.0)  # a negative observation needs a window
+            assert not done, "the send was confirmed before the backup acknowledged it"
+            holder.open.set()
+            await within(sending)
+            holder.close()
+            following.cancel()
+
+    asyncio.run(scenario())
