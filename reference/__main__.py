@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import signal
@@ -20,6 +21,8 @@ from .broker import BrokerCore, BrokerSettings, JournalStorage, Queue, open_jour
 from .cluster import UdpGroups, cluster_role, scale_down, start_cluster
 from .config import BrokerConfig, ConfigError, SecurityModel, default_config, load_config
 from .ha import BackupAnnouncer, SharedStoreActivation, SharedStoreLock
+from .ha._replica import Replica, ReplicaEnd
+from .ha._source import Replication
 from .journal import JournalError
 
 LOG = logging.getLogger("cck.reference")
@@ -58,15 +61,14 @@ async def _run(args: argparse.Namespace) -> int:
     data = args.data or _journal_parent(config)
     settings = broker_settings(config, _node_id(data))
     settings = dataclasses.replace(settings, cluster=cluster_role(config, settings.node_id))
-    if config.ha_policy.kind == "replication":
-        print("reference broker: <ha-policy><replication> is not implemented yet (shared-store is)", file=sys.stderr)
-        return 2
     # The handlers go in before anything can print a line a supervisor waits for: a supervisor that stops the
     # broker as soon as it reads "listening" (or "waiting") must get a graceful stop, not SIGTERM's default.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    if config.ha_policy.kind == "replication":
+        return await _replicated(args, config, settings, data, stop)
     if config.ha_policy.kind != "shared-store":
         return await _serve(args, config, settings, data, stop, None)
     policy = config.ha_policy
@@ -161,8 +163,105 @@ def _announcer(config: BrokerConfig, settings: BrokerSettings) -> BackupAnnounce
                            user=role.user, password=role.password)
 
 
+async def _replicated(args: argparse.Namespace, config: BrokerConfig, settings: BrokerSettings, data: Path,
+                      stop: asyncio.Event) -> int:
+    """Replication: a primary serves and streams its journal to the backups that subscribe; a backup follows the
+    primary into a journal of its own and takes over when the primary is lost (or stops) once it holds the
+    primary's whole state.  A backup that took over, with allow-failback, hands back to a primary that comes back
+    with check-for-live-server (the primary follows it until it holds its state, then takes over) and, with
+    restart-backup, follows the primary again."""
+    policy = config.ha_policy
+    peers = _replication_peers(config)
+    if not policy.is_backup:
+        if policy.check_for_live_server and peers:
+            # a backup may have taken over while this server was down: it is live with this node's ID
+            end = await _follow(config, settings, data, stop, peers, once=True)
+            if end is None:
+                return 0
+            if end.how != "refused" and not end.synced:
+                LOG.warning("the live server's state could not be taken over in full; activating on what is here",
+                            extra={"how": end.how, "detail": end.detail})
+        return await _serve(args, config, settings, data, stop, None, replicate=True)
+    if not peers:
+        raise ConfigError("a replication backup needs its primary among its cluster-connection's static connectors")
+    while not stop.is_set():
+        end = await _follow(config, settings, data, stop, peers, once=False)
+        if end is None:
+            return 0
+        node_id = (data / "node-id").read_text(encoding="ascii").strip()
+        LOG.info("the primary is gone: taking over", extra={"node": node_id, "how": end.how})
+        failback = asyncio.Event()
+        code = await _serve(args, config, dataclasses.replace(settings, node_id=node_id,
+                                                              cluster=cluster_role(config, node_id)),
+                            data, stop, failback if policy.allow_failback else None, replicate=True)
+        if not failback.is_set() or not policy.restart_backup:
+            return code
+        LOG.info("handed back to the primary; following it as its backup again")
+    return 0
+
+
+def _replication_peers(config: BrokerConfig) -> list[tuple[str, int]]:
+    """The other server of the pair: the cluster connection's static connectors."""
+    if not config.cluster_connections:
+        return []
+    connectors = {c.name: c for c in config.connectors}
+    return [(connectors[n].host, connectors[n].port) for n in config.cluster_connections[0].static_connectors]
+
+
+async def _follow(config: BrokerConfig, settings: BrokerSettings, data: Path, stop: asyncio.Event,
+                  peers: list[tuple[str, int]], *, once: bool) -> ReplicaEnd | None:
+    """Follow the live server (one of ``peers``) into this server's journal, announced as its backup once
+    synchronised, until it is lost or stops and this server holds its whole state (or, ``once``, after the
+    first attempt whatever it gave).  None: told to stop meanwhile."""
+    role = settings.cluster
+    if role is None:
+        raise ConfigError("replication needs a cluster-connection (its credentials and the pair's connectors)")
+    replica = Replica(data / "journal", data / "node-id", user=role.user, password=role.password,
+                      name=str(role.connector.params if role.connector else settings.node_id),
+                      file_size=config.journal.journal_file_size)
+    turn = 0
+    while not stop.is_set():
+        host, port = peers[turn % len(peers)]
+        turn += 1
+        announcer: BackupAnnouncer | None = None
+        following = asyncio.ensure_future(replica.follow(host, port))
+        synced = asyncio.ensure_future(replica.synced.wait())
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait([following, synced, stopping], return_when=asyncio.FIRST_COMPLETED)
+        if synced.done() and not following.done():
+            # the live server's clients learn this server as its backup once it holds the live state
+            node_id = (data / "node-id").read_text(encoding="ascii").strip()
+            announcer = _announcer(config, dataclasses.replace(settings, node_id=node_id))
+            if announcer is not None:
+                announcer.start()
+            print(f"reference broker waiting as the replication backup of node {node_id}", file=sys.stderr,
+                  flush=True)
+            await asyncio.wait([following, stopping], return_when=asyncio.FIRST_COMPLETED)
+        for waiting in (synced, stopping):
+            waiting.cancel()
+        if announcer is not None:
+            await announcer.stop()
+        if not following.done():  # told to stop
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await following
+            return None
+        end = following.result()
+        if once or (end.synced and (end.how == "lost" or (end.how == "stopped" and end.failover))):
+            return end
+        if end.how == "stopped":
+            LOG.info("the primary stopped without handing over: waiting for it to come back")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), _REPLICA_RETRY_S)
+    return None
+
+
+#: How long a replication backup waits before it tries its primary again.
+_REPLICA_RETRY_S = 0.5
+
+
 async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: BrokerSettings, data: Path,
-                 stop: asyncio.Event, failback: asyncio.Event | None) -> int:
+                 stop: asyncio.Event, failback: asyncio.Event | None, *, replicate: bool = False) -> int:
     """Serve until ``stop`` (a graceful stop: DISCONNECT to the clients, scale-down if configured) or ``failback``
     (the store goes back to the primary: DISCONNECT too, and the clients fail over to the primary they know as
     this server's backup; Artemis's backup stops the same way, ActiveMQServerImpl.stop freezing the connections)."""
@@ -174,7 +273,10 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: Broke
     udp_groups = UdpGroups(config, settings.node_id)
     wall_clock = lambda: int(time.time() * 1000)  # noqa: E731 - a one-line clock
     storage: JournalStorage | None = None
-    if args.non_persistent or not config.journal.persistence_enabled:
+    persistent = not args.non_persistent and config.journal.persistence_enabled
+    if replicate and persistent:
+        settings = dataclasses.replace(settings, accept_replicas=True)
+    if not persistent:
         core = BrokerCore(settings, wall_clock_ms=wall_clock)
     else:
         journal, recovery = open_journal(data / "journal", file_size=config.journal.journal_file_size)
@@ -187,7 +289,14 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: Broke
         journal.compact()
         LOG.info("recovered", extra=vars(report))
     _declare_addresses(core, config)
-    server = BrokerServer(core, host, port, group_commit=storage)
+    # a backup that took over hands back (``failback``) once the primary that came back holds its state and has
+    # announced itself as its backup (the clients then know where to go)
+    handing_over = _HandBack(core, failback) if replicate and failback is not None else None
+    replication = (Replication(storage.begin_sync, storage.journal, settings.node_id,
+                               synced=handing_over.synced if handing_over is not None else None)
+                   if replicate and storage is not None else None)
+    server = BrokerServer(core, host, port, group_commit=replication or storage,
+                          hand_over=replication.accept if replication is not None else None)
     await server.start()
     await udp_groups.start()
     own_host = f"[{host}]" if ":" in host else host
@@ -203,12 +312,46 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: Broke
         await cluster.stop()
     if not handing_back:
         await scale_down(config, core, server, udp_groups)
+    if replication is not None:
+        # failover-on-shutdown is a shared-store setting: a replication backup takes over from a primary that stops
+        # (Artemis's backup forces its failover after the primary's STOP_CALLED)
+        replication.stopping(failover=True)
     await udp_groups.stop()
     await server.stop()
     if storage is not None:
         storage.journal.sync()
         storage.journal.close()
     return 0
+
+
+class _HandBack:
+    """Sets ``failback`` once a backup is synchronised and announced (or :data:`ANNOUNCE_WAIT_S` after it was
+    synchronised: a primary without a connector to announce is handed back to anyway)."""
+
+    ANNOUNCE_WAIT_S = 5.0
+
+    def __init__(self, core: BrokerCore, failback: asyncio.Event) -> None:
+        self._core = core
+        self._failback = failback
+        self._announced = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        core.backups.listen(self._backup_changed)
+
+    def _backup_changed(self, connector: object) -> None:
+        if connector is not None:
+            self._announced.set()
+        else:
+            self._announced.clear()
+
+    def synced(self) -> None:
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._hand_back())
+
+    async def _hand_back(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._announced.wait(), self.ANNOUNCE_WAIT_S)
+        LOG.info("the primary holds this server's state: handing back to it (failback)")
+        self._failback.set()
 
 
 def broker_settings(config: BrokerConfig, node_id: str) -> BrokerSettings:

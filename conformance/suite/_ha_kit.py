@@ -31,7 +31,7 @@ MakeTarget = Callable[[Topology], Target]
 Policy = Literal["shared-store", "replication"]
 
 #: the policies every ``ha`` table is parametrised over (``replication`` joins when the reference broker has it)
-POLICIES: tuple[Policy, ...] = ("shared-store",)
+POLICIES: tuple[Policy, ...] = ("shared-store", "replication")
 CASE_S = 150.0
 #: how long the backup may take to activate and the client to reach it (a JVM loading a journal takes seconds)
 FAILOVER_S = 60.0
@@ -42,7 +42,9 @@ TOPOLOGY_S = 20.0
 def pair(make_target: MakeTarget, evidence: CaseEvidence, policy: Policy, *, like: NodeSpec | None = None,
          allow_failback: bool = True, failover_on_shutdown: bool = False) -> ManagedTarget:
     """The case's pair, started (primary first), described in the evidence."""
-    ha = HASpec(policy, allow_failback=allow_failback, failover_on_shutdown=failover_on_shutdown)
+    # a replication primary that is started again asks whether its backup took over (Artemis needs it to fail back)
+    ha = HASpec(policy, allow_failback=allow_failback, failover_on_shutdown=failover_on_shutdown,
+                check_for_live_server=policy == "replication")
     target = make_target(Topology.ha_pair(ha, like=like))
     assert isinstance(target, ManagedTarget), f"a managed target was made, got {target!r}"
     evidence.note("target", target.describe())

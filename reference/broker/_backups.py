@@ -43,6 +43,16 @@ class BackupRegistry:
     def __init__(self, changed: BackupChanged) -> None:
         self._changed = changed
         self._by_conn: dict[int, TransportConfiguration] = {}
+        self._listeners: list[BackupChanged] = []
+
+    def listen(self, listener: BackupChanged) -> None:
+        """Also tell ``listener`` when the backup changes (a server that waits for one before it hands over)."""
+        self._listeners.append(listener)
+
+    def _tell(self) -> None:
+        self._changed(self.connector)
+        for listener in self._listeners:
+            listener(self.connector)
 
     @property
     def connector(self) -> TransportConfiguration | None:
@@ -55,13 +65,13 @@ class BackupRegistry:
         self._by_conn[conn.conn_id] = connector
         if self.connector != before:
             LOG.info("backup announced", extra={"conn": conn.conn_id, "backup": connector.params})
-            self._changed(self.connector)
+            self._tell()
 
     def connection_lost(self, conn_id: int) -> None:
         before = self.connector
         if self._by_conn.pop(conn_id, None) is not None and self.connector != before:
             LOG.info("backup gone", extra={"conn": conn_id})
-            self._changed(self.connector)
+            self._tell()
 
 
 class ClusterChannelHandlers:

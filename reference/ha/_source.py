@@ -46,10 +46,13 @@ class ReplicationSource:
     """One backup's connection: the records sent to it and what it acknowledged.  Loop-side methods run on the
     event loop; :meth:`wait_acked` runs in the group commit's worker thread."""
 
-    def __init__(self, transport: asyncio.Transport, name: str, *, gone: Callable[[ReplicationSource], None]) -> None:
+    def __init__(self, transport: asyncio.Transport, name: str, *, gone: Callable[[ReplicationSource], None],
+                 synced: Callable[[ReplicationSource], None] | None = None) -> None:
         self.name = name
         self._transport = transport
         self._gone_callback = gone
+        self._synced_callback = synced
+        self._snapshot_upto: int | None = None  # the live state's last record, until the backup acknowledged it
         self._decoder = FrameDecoder()
         self._pending: list[bytes] = []  # appended records not yet written to the backup
         self._flush_scheduled = False
@@ -71,6 +74,7 @@ class ReplicationSource:
         """The node ID and the live state, written at once (the same loop turn as the snapshot was taken)."""
         self._transport.write(encode_packet(ReplicaBegin(node_id), _CLUSTER_CHANNEL))
         self._write(snapshot, synced=True)
+        self._snapshot_upto = self._sent
         LOG.info("backup synchronising", extra={"backup": self.name, "records": len(snapshot)})
 
     def appended(self, record: bytes) -> None:
@@ -122,6 +126,11 @@ class ReplicationSource:
                     with self._changed:
                         self._acked = max(self._acked, frame.packet.upto)
                         self._changed.notify_all()
+                    if self._snapshot_upto is not None and self._acked >= self._snapshot_upto:
+                        self._snapshot_upto = None
+                        LOG.info("backup synchronised", extra={"backup": self.name, "records": self._acked})
+                        if self._synced_callback is not None:
+                            self._synced_callback(self)
                 # anything else (a ping) needs no answer on a replication connection
         except CodecError as exc:
             LOG.warning("bad input from a backup; dropping it", extra={"backup": self.name, "detail": str(exc)})
@@ -187,11 +196,13 @@ class _ReplicatedSync:
 
 class Replication:
     """The primary's backups (any number, each with a connection of its own) and the group commit that waits for
-    them.  ``group_commit``: the journal's own (``JournalStorage``); ``journal``: the journal it writes."""
+    them.  ``group_commit``: the journal's own (``JournalStorage``); ``journal``: the journal it writes; ``synced``:
+    called each time a backup has acknowledged the whole live state it was sent first (a failback can go on)."""
 
     def __init__(self, group_commit: Callable[[], _LocalSync | None], journal: Journal, node_id: str, *,
-                 ack_timeout_s: float = 10.0) -> None:
+                 ack_timeout_s: float = 10.0, synced: Callable[[], None] | None = None) -> None:
         self._local_begin = group_commit
+        self._synced = synced
         self._journal = journal
         self._node_id = node_id
         self._ack_timeout_s = ack_timeout_s
@@ -204,11 +215,15 @@ class Replication:
     def accept(self, transport: asyncio.Transport) -> ReplicationSource:
         """A connection the core handed over (a subscribed backup): starts its synchronisation now."""
         peer = transport.get_extra_info("peername")
-        source = ReplicationSource(transport, str(peer), gone=self._gone)
+        source = ReplicationSource(transport, str(peer), gone=self._gone, synced=self._source_synced)
         source.begin(self._node_id, self._journal.snapshot())
         self._sources.append(source)
         self._journal.observe_appends(self._appended)
         return source
+
+    def _source_synced(self, _source: ReplicationSource) -> None:
+        if self._synced is not None:
+            self._synced()
 
     def _appended(self, record: bytes) -> None:
         for source in self._sources:
