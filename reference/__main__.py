@@ -312,12 +312,10 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: Broke
         await cluster.stop()
     if not handing_back:
         await scale_down(config, core, server, udp_groups)
-    if replication is not None:
-        # failover-on-shutdown is a shared-store setting: a replication backup takes over from a primary that stops
-        # (Artemis's backup forces its failover after the primary's STOP_CALLED)
-        replication.stopping(failover=True)
     await udp_groups.stop()
-    await server.stop()
+    # failover-on-shutdown is a shared-store setting: a replication backup takes over from a primary that stops
+    # (Artemis's backup forces its failover after the primary's STOP_CALLED); told once the last record is stored
+    await server.stop(drained=(lambda: replication.stopping(failover=True)) if replication is not None else None)
     if storage is not None:
         storage.journal.sync()
         storage.journal.close()

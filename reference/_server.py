@@ -178,13 +178,15 @@ class BrokerServer:
     async def __aexit__(self, *_: object) -> None:
         await self.stop()
 
-    async def stop(self, *, disconnect: bool = True) -> None:
+    async def stop(self, *, disconnect: bool = True, drained: Callable[[], None] | None = None) -> None:
         """Graceful stop: DISCONNECT to all, flush, close.  Without ``disconnect`` the clients are told nothing:
         their connections just close, so they fail over (a backup handing the store back to its primary)."""
         if disconnect:
             self.core.shutdown()
         self._flush()
         await self._idle()  # the DISCONNECTs and every reply still waiting are out before the sockets close
+        if drained is not None:
+            drained()  # nothing more will be stored: the last word to what the server handed over (its backups)
         if self._fsync_thread is not None:
             # Idle: nothing is left for it.  A sync still asked for (a connection lost while closing) goes to the
             # loop's default executor, which asyncio.run shuts down itself.

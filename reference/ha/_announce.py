@@ -130,5 +130,6 @@ class BackupAnnouncer:
                 pass  # pings and topology the server may send: nothing a waiting server acts on
         finally:
             pinger.cancel()
-            with contextlib.suppress(asyncio.CancelledError, OSError):
-                await pinger
+            # gather, not a suppressed CancelledError: a cancellation of this task arriving here (the announcer
+            # stopped just as the connection ended) must go on, or the task would swallow it and retry forever
+            await asyncio.gather(pinger, return_exceptions=True)

@@ -123,9 +123,8 @@ class Replica:
             if journal is not None:
                 with contextlib.suppress(JournalError, OSError):
                     journal.close()
-            writer.close()
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
+            writer.close()  # not waited for: the primary may be busy stopping, and this server has its own work
+
 
     def _end(self, how: Literal["refused", "lost", "stopped"], detail: str, *, failover: bool = False) -> ReplicaEnd:
         end = ReplicaEnd(how, self.synced.is_set(), failover, detail)

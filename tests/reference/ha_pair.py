@@ -1,6 +1,6 @@
-"""A shared-store pair of reference brokers as real processes, for the tests that fail over between them: the
-two broker.xml files (one store, a cluster connection between the two, master and slave), the pair started
-primary first, a kill -9 and a graceful stop (SIGTERM)."""
+"""A pair of reference brokers as real processes, for the tests that fail over between them: the two broker.xml
+files (a cluster connection between the two, master and slave; one store, or with replication one each), the pair
+started primary first, a kill -9 and a graceful stop (SIGTERM)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .conftest import STOP_DEADLINE_S, Launched
 
 __all__ = ["ANNOUNCED", "DEADLINE_S", "LISTENING", "WAITING", "kill", "pair", "stop", "write_configs"]
 
-WAITING = re.compile(r"waiting for the shared store")
+WAITING = re.compile(r"waiting for the shared store|waiting as the replication backup")
 LISTENING = re.compile(r"listening")
 ANNOUNCED = re.compile(r"backup announced")
 DEADLINE_S = 30.0
@@ -26,7 +26,17 @@ def _free_port() -> int:
         return port
 
 
-def _broker_xml(name: str, role: str, own: int, peer: int, store: Path, failover_on_shutdown: bool) -> str:
+def _policy(policy: str, role: str, failover_on_shutdown: bool) -> str:
+    if policy == "shared-store":
+        return (f"<shared-store><{role}><failover-on-shutdown>{str(failover_on_shutdown).lower()}"
+                f"</failover-on-shutdown></{role}></shared-store>")
+    inner = "<check-for-live-server>true</check-for-live-server>" if role == "master" else \
+        "<allow-failback>true</allow-failback>"
+    return f"<replication><{role}>{inner}</{role}></replication>"
+
+
+def _broker_xml(name: str, role: str, own: int, peer: int, store: Path, failover_on_shutdown: bool,
+                policy: str) -> str:
     return f"""<configuration xmlns="urn:activemq"><core xmlns="urn:activemq:core">
   <name>{name}</name>
   <security-enabled>false</security-enabled>
@@ -42,17 +52,18 @@ def _broker_xml(name: str, role: str, own: int, peer: int, store: Path, failover
     <connector-ref>self</connector-ref><retry-interval>200</retry-interval>
     <static-connectors><connector-ref>peer</connector-ref></static-connectors>
   </cluster-connection></cluster-connections>
-  <ha-policy><shared-store><{role}>
-    <failover-on-shutdown>{str(failover_on_shutdown).lower()}</failover-on-shutdown>
-  </{role}></shared-store></ha-policy>
+  <ha-policy>{_policy(policy, role, failover_on_shutdown)}</ha-policy>
 </core></configuration>"""
 
 
-def write_configs(tmp_path: Path, *, failover_on_shutdown: bool = False) -> tuple[int, int]:
-    store = tmp_path / "store"
+def write_configs(tmp_path: Path, *, failover_on_shutdown: bool = False,
+                  policy: str = "shared-store") -> tuple[int, int]:
+    """``policy``: ``shared-store`` (one store) or ``replication`` (a store each; check-for-live-server on the
+    primary, allow-failback on the backup)."""
     ports = _free_port(), _free_port()
     for name, role, own, peer in (("primary", "master", ports[0], ports[1]), ("backup", "slave", ports[1], ports[0])):
-        xml = _broker_xml(name, role, own, peer, store, failover_on_shutdown)
+        store = tmp_path / ("store" if policy == "shared-store" else f"store-{name}")
+        xml = _broker_xml(name, role, own, peer, store, failover_on_shutdown, policy)
         (tmp_path / f"{name}.xml").write_text(xml, encoding="utf-8")
     return ports
 

@@ -11,13 +11,16 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from cck.codec import CoreMessage, RoutingType
+from cck.codec import CoreMessage, RoutingType, TypedProperties
 from cck.reference._server import BrokerServer
 from cck.reference.broker import BrokerCore, BrokerSettings, JournalStorage, open_journal
 from cck.reference.broker._cluster import ClusterRole
-from cck.reference.client import ClientSettings, connect
+from cck.reference.client import ClientSettings, Connector, Session, connect
 from cck.reference.ha._replica import Replica, ReplicaEnd
 from cck.reference.ha._source import Replication
+
+from .conftest import Launched
+from .ha_pair import LISTENING, WAITING, kill, pair, write_configs
 
 DEADLINE_S = 20.0
 USER, PASSWORD = "cluster", "secret"
@@ -172,3 +175,54 @@ def test_a_send_is_confirmed_only_once_the_backup_acknowledged_it(tmp_path: Path
             following.cancel()
 
     asyncio.run(scenario())
+
+
+# ------------------------------------------------------------------------------------ a pair of real processes
+
+
+def test_the_backup_takes_over_with_the_primary_s_messages_and_hands_them_back(tmp_path: Path) -> None:
+    ports = write_configs(tmp_path, policy="replication")
+    primary, backup = pair(tmp_path)
+    restarted: list[Launched] = []
+    try:
+        asyncio.run(_over_and_back(primary, backup, ports, tmp_path, restarted))
+    finally:
+        kill(primary, backup, *restarted)
+
+
+async def _received(session: Session, count: int) -> list[int]:
+    consumer = await session.create_consumer("ha")
+    session.start()
+    got: list[int] = []
+    while (delivery := await consumer.receive(DEADLINE_S if len(got) < count else 0.5)) is not None:
+        got.append(int(str(delivery.message.properties.get("seq"))))
+        await consumer.acknowledge(delivery)
+    await consumer.close()
+    return got
+
+
+async def _over_and_back(primary: Launched, backup: Launched, ports: tuple[int, int], tmp_path: Path,
+                         restarted: list[Launched]) -> None:
+    settings = ClientSettings(reconnect_attempts=100, retry_interval_ms=100, block_on_acknowledge=True)
+    async with await connect(f"tcp://127.0.0.1:{ports[0]}", settings=settings) as connection:
+        assert connection.machine.backups == (Connector("127.0.0.1", ports[1]),)
+        session = await connection.create_session()
+        await session.create_queue("ha", "ha", routing_type=RoutingType.ANYCAST, durable=True)
+        producer = session.create_producer("ha")
+        for seq in range(5):  # confirmed by the primary: on the backup before each confirmation
+            await producer.send(CoreMessage(b"m", durable=True, properties=TypedProperties.of(seq=seq)))
+        kill(primary)
+        await asyncio.to_thread(backup.wait_for, LISTENING, DEADLINE_S)
+        for seq in range(5, 10):  # sent to the backup once the client followed it
+            await producer.send(CoreMessage(b"m", durable=True, properties=TypedProperties.of(seq=seq)))
+        assert connection.machine.connector == Connector("127.0.0.1", ports[1])
+        moved_back = asyncio.Event()
+        connection.add_event_listener(lambda event: moved_back.set() if event.kind == "recreated" else None)
+        again = Launched("--config", str(tmp_path / "primary.xml"))
+        restarted.append(again)
+        await asyncio.to_thread(again.wait_for, WAITING, DEADLINE_S)  # following the backup that took over
+        await asyncio.to_thread(again.wait_for, LISTENING, DEADLINE_S)  # handed back
+        await asyncio.wait_for(moved_back.wait(), DEADLINE_S)  # the client followed
+        got = await _received(session, 10)
+        assert sorted(got) == list(range(10)), got
+        assert connection.machine.connector == Connector("127.0.0.1", ports[0])
