@@ -19,13 +19,40 @@ from cck.codec import RoutingType
 from cck.conformance.evidence import CaseEvidence
 from cck.conformance.faults import FaultProxy
 from cck.conformance.oracles import History, check
+from cck.conformance.plugin import Settings
 from cck.conformance.targets import KILL, RESTART, Node, Target
 from cck.conformance.verdicts import NotObserved
-from cck.reference.client import ClientError, Connection, FailoverEvent, Session, connect
+from cck.reference.client import (
+    ClientError,
+    Connection,
+    Consumer,
+    Delivery,
+    FailoverEvent,
+    Session,
+    TransactionRolledBack,
+    XAError,
+    connect,
+)
 
-from ._kit import RESTARTING, client_settings, judge_history, poll, restarted, signalled
+from ._kit import (
+    QUIET_S,
+    RECEIVE_S,
+    RESTARTING,
+    client_settings,
+    drain,
+    judge_history,
+    key_of,
+    poll,
+    record_receipt,
+    restarted,
+    signalled,
+)
 
 __all__ = [
+    "rolled_back",
+    "redelivered",
+    "take_acknowledged",
+    "xa_code",
     "Trigger",
     "Disruption",
     "Watch",
@@ -192,3 +219,54 @@ async def consumers_gone(target: Target, queue: str, seconds: float) -> None:
             return (await session.queue_query(queue)).consumer_count == 0
 
         await poll(gone, seconds, lambda: f"the broker still lists consumers of {queue} after the cut")
+
+
+# ------------------------------------------------------------------------- the scenarios' shared steps
+
+
+async def rolled_back(session: Session, evidence: CaseEvidence, what: str) -> None:
+    """Commit ``session``'s transaction, which the failure must have rolled back: the commit must raise
+    TransactionRolledBack (what it ended with goes to the evidence)."""
+    outcome: object = None
+    try:
+        await session.commit()
+    except ClientError as exc:
+        outcome = exc
+    evidence.note("commit", repr(outcome))
+    assert isinstance(outcome, TransactionRolledBack), f"the commit of {what} after the failure ended with {outcome!r}"
+
+
+async def redelivered(consumer: Consumer, history: History, process: str, expected: int, settings: Settings,
+                      evidence: CaseEvidence) -> list[Delivery]:
+    """The ``expected`` messages delivered again after a failure (acknowledged individually; the drain ends after
+    a quiet window), noted with their delivery counts."""
+    again = await drain(consumer, history, process, expected=expected, quiet_s=settings.deadline(QUIET_S),
+                        receive_s=settings.deadline(RECEIVE_S))
+    evidence.note("redelivered", [(key_of(d), d.delivery_count) for d in again])
+    return again
+
+
+async def take_acknowledged(session: Session, queue: str, count: int, history: History,
+                            settings: Settings) -> list[str]:
+    """Receive and acknowledge ``count`` messages inside the session's transaction (or XA branch); the consumer is
+    closed again so nothing else stays delivered to it."""
+    consumer = await session.create_consumer(queue)
+    session.start()
+    keys: list[str] = []
+    for _ in range(count):
+        delivery = await consumer.receive(settings.deadline(RECEIVE_S))
+        assert delivery is not None, f"only {len(keys)} of {count} messages to acknowledge arrived"
+        record_receipt(history, "worker", delivery)
+        await consumer.individual_acknowledge(delivery)
+        keys.append(key_of(delivery))
+    await consumer.close()
+    return keys
+
+
+async def xa_code(call: Awaitable[object]) -> int:
+    """Await an XA call: 0 when it succeeds, else its XA error code."""
+    try:
+        await call
+    except XAError as exc:
+        return exc.code
+    return 0

@@ -12,7 +12,7 @@ protocol (Artemis only through management).
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from cck.codec import Xid
@@ -21,23 +21,20 @@ from cck.conformance.evidence import CaseEvidence
 from cck.conformance.oracles import History
 from cck.conformance.plugin import Settings
 from cck.conformance.targets import Target
-from cck.reference.client import Connection, Session, XAError, connect
+from cck.reference.client import Connection, Session, connect
 
 from ._kit import (
-    RECEIVE_S,
     RESTARTING,
     client_settings,
     drain_queue,
     judged,
-    key_of,
     queue_for,
-    record_receipt,
     repeated,
     run,
     send_keyed,
     settle_sends,
 )
-from ._restart_support import Disruption, ensure_queue
+from ._restart_support import Disruption, ensure_queue, take_acknowledged, xa_code
 
 CASE_S = 150.0
 COUNT = 4
@@ -187,22 +184,6 @@ async def _fill(session: Session, queue: str, prefix: str, history: History, cou
     return await send_keyed(session.create_producer(queue), history, prefix, durable or [True] * count, name=prefix)
 
 
-async def _take(session: Session, queue: str, count: int, history: History, settings: Settings) -> list[str]:
-    """Receive and acknowledge ``count`` messages inside the session's transaction; the consumer is closed again
-    so nothing else stays delivered to it."""
-    consumer = await session.create_consumer(queue)
-    session.start()
-    keys: list[str] = []
-    for _ in range(count):
-        delivery = await consumer.receive(settings.deadline(RECEIVE_S))
-        assert delivery is not None, f"only {len(keys)} of {count} messages to acknowledge arrived"
-        record_receipt(history, "worker", delivery)
-        await consumer.individual_acknowledge(delivery)
-        keys.append(key_of(delivery))
-    await consumer.close()
-    return keys
-
-
 async def _send(session: Session, queue: str, prefix: str, history: History, durable: Sequence[bool]) -> list[str]:
     """Send inside the session's transaction; the sends are recorded as invoked, their fate is the outcome's."""
     return await send_keyed(session.create_producer(queue), history, prefix, durable, name=prefix, process="worker",
@@ -216,7 +197,7 @@ async def _branch(session: Session, xid: Xid, queue: str, history: History, sett
     ``send`` (durable or not) inside it, then leave it ``active``, ``ended`` or ``prepared``.  The keys it
     acknowledged and sent, and its prepare vote (-1 when not prepared)."""
     await session.xa_start(xid)
-    taken = await _take(session, queue, take, history, settings) if take else []
+    taken = await take_acknowledged(session, queue, take, history, settings) if take else []
     sent = await _send(session, queue, prefix, history, send) if send else []
     if until != "active":
         await session.xa_end(xid)
@@ -231,15 +212,6 @@ async def _in_doubt(connection: Connection, xid: Xid) -> Session:
     return recover
 
 
-async def _xa_code(coroutine: Awaitable[object]) -> int:
-    """Await an XA call; 0 when it succeeds, else its XA error code."""
-    try:
-        await coroutine
-    except XAError as exc:
-        return exc.code
-    return 0
-
-
 @asynccontextmanager
 async def _tidied(connection: Connection, xids: Sequence[Xid]) -> AsyncIterator[None]:
     """Afterwards, roll back whatever of this case's branches is still in doubt (a failed case must not leave
@@ -249,7 +221,7 @@ async def _tidied(connection: Connection, xids: Sequence[Xid]) -> AsyncIterator[
     finally:
         session = await connection.create_session(xa=True)
         for xid in set(await session.xa_recover()) & set(xids):
-            await _xa_code(session.xa_rollback(xid))
+            await xa_code(session.xa_rollback(xid))
         await session.close()
 
 
@@ -299,7 +271,7 @@ def test_prepared_branches_are_recovered(case: Case, cck_target: Target, cck_set
                 evidence.note("message_count_before_commit", held)
                 assert held == 0, f"{held} messages of prepared branches are on the queue before the commit"
                 for xid in xids:
-                    assert await _xa_code(recover.xa_commit(xid)) == 0, f"commit of recovered {xid} failed"
+                    assert await xa_code(recover.xa_commit(xid)) == 0, f"commit of recovered {xid} failed"
                 for index, key in enumerate(sent):
                     history.ok("worker", "send", key, producer=f"{case.id}.b{index}", seq=0)
                 evidence.note("received", await drain_queue(after, queue, history, len(sent), cck_settings))
@@ -325,7 +297,7 @@ def test_commit_after_restart_keeps_durable_effects(case: Case, cck_target: Targ
                                            prefix=f"{case.id}.new", take=COUNT if acks else 0, send=durability)
             async with await _after(disruption, before, cck_target) as after, _tidied(after, [xid]):
                 recover = await _in_doubt(after, xid)
-                assert await _xa_code(recover.xa_commit(xid)) == 0, "the commit of the recovered branch failed"
+                assert await xa_code(recover.xa_commit(xid)) == 0, "the commit of the recovered branch failed"
                 settle_sends(history, sent, durability, name=f"{case.id}.new", process="worker")
                 for key in taken:
                     history.ack("worker", key)
@@ -353,7 +325,7 @@ def test_rollback_after_restart_returns_durable_acks(case: Case, cck_target: Tar
                                            prefix=f"{case.id}.new", take=COUNT, send=[True] * COUNT)
             async with await _after(disruption, before, cck_target) as after, _tidied(after, [xid]):
                 recover = await _in_doubt(after, xid)
-                assert await _xa_code(recover.xa_rollback(xid)) == 0, "the rollback of the recovered branch failed"
+                assert await xa_code(recover.xa_rollback(xid)) == 0, "the rollback of the recovered branch failed"
                 settle_sends(history, sent, [False] * COUNT, name=f"{case.id}.new", process="worker")
                 got.extend(await drain_queue(after, queue, history, sum(old_durable), cck_settings))
                 evidence.note("acknowledged", taken)
@@ -387,7 +359,7 @@ def test_prepared_acks_hold_messages_until_the_outcome(case: Case, cck_target: T
                     f"before the outcome the queue delivered {free}; the branch holds {taken}"
                 recover = await _in_doubt(after, xid)
                 complete = recover.xa_commit(xid) if outcome == "commit" else recover.xa_rollback(xid)
-                assert await _xa_code(complete) == 0, f"the {outcome} of the recovered branch failed"
+                assert await xa_code(complete) == 0, f"the {outcome} of the recovered branch failed"
                 if outcome == "commit":
                     for key in taken:
                         history.ack("worker", key)
@@ -419,7 +391,7 @@ def test_unprepared_branches_are_aborted(case: Case, cck_target: Target, cck_set
                 recover = await after.create_session(xa=True)
                 in_doubt = await recover.xa_recover()
                 assert xid not in in_doubt, "an unprepared branch is in doubt after the restart"
-                code = await _xa_code(recover.xa_commit(xid))
+                code = await xa_code(recover.xa_commit(xid))
                 evidence.note("commit_code", code)
                 assert code == XAER_NOTA, f"a two-phase commit of the aborted branch answered {code}, not XAER_NOTA"
                 settle_sends(history, sent, [False] * COUNT, name=f"{case.id}.new", process="worker")
@@ -474,12 +446,12 @@ def test_completed_branches_are_gone(case: Case, cck_target: Target, cck_setting
             async with await _after(disruption, before, cck_target) as after, _tidied(after, [xid]):
                 recover = await after.create_session(xa=True)
                 complete = recover.xa_commit(xid) if outcome == "commit" else recover.xa_rollback(xid)
-                assert await _xa_code(complete) == 0, f"the {outcome} of the recovered branch failed"
+                assert await xa_code(complete) == 0, f"the {outcome} of the recovered branch failed"
                 settle_sends(history, sent, [outcome == "commit"], name=case.id, process="worker")
                 codes = {"recover": xid in await recover.xa_recover(),
-                         "commit": await _xa_code(recover.xa_commit(xid)),
-                         "rollback": await _xa_code(recover.xa_rollback(xid)),
-                         "forget": await _xa_code(recover.xa_forget(xid))}
+                         "commit": await xa_code(recover.xa_commit(xid)),
+                         "rollback": await xa_code(recover.xa_rollback(xid)),
+                         "forget": await xa_code(recover.xa_forget(xid))}
                 evidence.note("after_completion", codes)
                 assert codes == {"recover": False, "commit": XAER_NOTA, "rollback": XAER_NOTA,
                                  "forget": XAER_NOTA}, codes
@@ -505,7 +477,7 @@ def test_local_transactions_are_aborted(case: Case, cck_target: Target, cck_sett
             sent: list[str] = []
             if work in ("acks", "both"):
                 await _fill(setup, queue, f"{case.id}.old", history, COUNT)
-                taken = await _take(session, queue, COUNT, history, cck_settings)
+                taken = await take_acknowledged(session, queue, COUNT, history, cck_settings)
             if work in ("sends", "both"):
                 sent = await _send(session, queue, f"{case.id}.new", history, [True] * COUNT)
             after = await _after(disruption, before, cck_target)

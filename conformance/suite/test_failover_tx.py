@@ -27,17 +27,13 @@ from cck.conformance.targets import NodeSpec, Target, Topology
 from cck.reference.client import (
     BrokerRefused,
     ClientError,
-    Consumer,
-    Delivery,
     FailoverInterrupted,
     Session,
-    TransactionRolledBack,
     XAError,
     connect,
 )
 
 from ._kit import (
-    QUIET_S,
     RECEIVE_S,
     RESTARTING,
     client_settings,
@@ -64,6 +60,8 @@ from ._restart_support import (
     consumers_gone,
     ensure_queue,
     judge_redelivery,
+    redelivered,
+    rolled_back,
 )
 
 CASE_S = 150.0
@@ -162,16 +160,6 @@ async def _recreated(watch: Watch, settings: Settings, evidence: CaseEvidence) -
     assert outcome == "recreated", f"expected the session to be recreated: {watch.kinds}"
 
 
-async def _rolled_back(session: Session, evidence: CaseEvidence, what: str) -> None:
-    """Commit ``session``'s transaction, which the failover must have rolled back (TransactionRolledBack)."""
-    try:
-        await session.commit()
-    except TransactionRolledBack as exc:
-        evidence.note("commit", repr(exc))
-    else:
-        raise AssertionError(f"the commit of {what} cut by failover succeeded")
-
-
 def _judged_redelivery(case: Case, history: History, evidence: CaseEvidence) -> AbstractAsyncContextManager[None]:
     """The judging end of the redelivery rows: :func:`judge_redelivery`, strict where the count must survive."""
     may_be_lost = not _counted_strictly(case.params["trigger"], case.params["count_first"])
@@ -185,15 +173,6 @@ async def _bounced(disruption: Disruption, watch: Watch, target: Target, queue: 
     session must be recreated."""
     await disruption.bounce(lambda: consumers_gone(target, queue, settings.deadline(RESTORE_S)))
     await _recreated(watch, settings, evidence)
-
-
-async def _redelivered(consumer: Consumer, history: History, process: str, settings: Settings,
-                       evidence: CaseEvidence) -> list[Delivery]:
-    """The messages delivered again after the failover (acknowledged individually), noted with their counts."""
-    again = await drain(consumer, history, process, expected=COUNT, quiet_s=settings.deadline(QUIET_S),
-                        receive_s=settings.deadline(RECEIVE_S))
-    evidence.note("redelivered", [(key_of(d), d.delivery_count) for d in again])
-    return again
 
 
 async def _fill(session: Session, queue: str, case: Case, history: History, count: int = COUNT) -> list[str]:
@@ -229,7 +208,7 @@ def test_transaction_in_flight_is_rolled_back(case: Case, cck_target: Target, cc
             keys = await send_keyed(producer, history, case.id, [True] * COUNT, name="T", process="tx", confirmed=False)
             await disruption.bounce()
             await _recreated(watch, cck_settings, evidence)
-            await _rolled_back(session, evidence, "a transaction")
+            await rolled_back(session, evidence, "a transaction")
             settle_sends(history, keys, [False] * COUNT, name="T", process="tx")
             if retry:
                 await send_keyed(producer, history, case.id, [True] * COUNT, name="T", process="tx", confirmed=False)
@@ -272,8 +251,8 @@ def test_acknowledgements_in_flight_are_redelivered(case: Case, cck_target: Targ
                                 receive_s=cck_settings.deadline(RECEIVE_S))
             assert [key_of(d) for d in first] == keys, "the first delivery was not the messages sent, in order"
             await _bounced(disruption, watch, cck_target, queue, cck_settings, evidence)
-            await _rolled_back(session, evidence, "acknowledgements")
-            again = await _redelivered(consumer, history, "tx", cck_settings, evidence)
+            await rolled_back(session, evidence, "acknowledgements")
+            again = await redelivered(consumer, history, "tx", COUNT, cck_settings, evidence)
             assert sorted(key_of(d) for d in again) == sorted(keys), "not every acknowledged message came back"
             await session.commit()
             for key in keys:
@@ -305,7 +284,7 @@ def test_unacknowledged_messages_are_redelivered(case: Case, cck_target: Target,
             await drain(consumer, history, "client", expected=COUNT, quiet_s=0.0,
                         receive_s=cck_settings.deadline(RECEIVE_S), ack="none")
             await _bounced(disruption, watch, cck_target, queue, cck_settings, evidence)
-            again = await _redelivered(consumer, history, "client", cck_settings, evidence)
+            again = await redelivered(consumer, history, "client", COUNT, cck_settings, evidence)
             assert again, "no unacknowledged message came back"
             assert key_of(again[0]) == keys[0], "the first unacknowledged message did not come first"
             assert sorted(key_of(d) for d in again) == sorted(keys), "not every unacknowledged message came back"

@@ -26,19 +26,15 @@ from cck.reference.client import (
     BrokerRefused,
     ClientError,
     Connection,
-    Consumer,
-    Delivery,
     FailoverInterrupted,
     Producer,
     Session,
-    TransactionRolledBack,
     XAError,
     connect,
 )
 
 from ._ha_kit import CASE_S, FAILOVER_S, POLICIES, MakeTarget, Policy, acceptor, backup_learnt, kill_primary, pair
 from ._kit import (
-    QUIET_S,
     RECEIVE_S,
     RESTARTING,
     client_settings,
@@ -50,14 +46,21 @@ from ._kit import (
     observed,
     poll_value,
     queue_for,
-    record_receipt,
     repeated,
     run,
     send_keyed,
     settle_sends,
     wait_until,
 )
-from ._restart_support import Watch, ensure_queue, judge_redelivery
+from ._restart_support import (
+    Watch,
+    ensure_queue,
+    judge_redelivery,
+    redelivered,
+    rolled_back,
+    take_acknowledged,
+    xa_code,
+)
 
 COUNT = 10
 #: how long a queue's message count may take to show a committed transaction or acknowledgements
@@ -188,17 +191,6 @@ async def _on_primary(target: ManagedTarget, url: str, settings: Settings,
         yield connection, watch
 
 
-async def _rolled_back(session: Session, evidence: CaseEvidence, what: str) -> None:
-    """Commit ``session``'s transaction, which the failover must have rolled back (TransactionRolledBack)."""
-    outcome: object = None
-    try:
-        await session.commit()
-    except ClientError as exc:
-        outcome = exc
-    evidence.note("commit", repr(outcome))
-    assert isinstance(outcome, TransactionRolledBack), f"the commit of {what} after failover ended with {outcome!r}"
-
-
 async def _emptied(session: Session, queue: str, evidence: CaseEvidence, settings: Settings) -> None:
     """The queue's message count must come to 0 (asked until it does or SETTLE_S passed: a broker may count what a
     commit or an acknowledgement removed a moment after answering)."""
@@ -209,15 +201,6 @@ async def _emptied(session: Session, queue: str, evidence: CaseEvidence, setting
     counts = await poll_value(count, lambda n: n == 0, settings.deadline(SETTLE_S))
     evidence.note("message_count", counts)
     assert counts[-1] == 0, f"{counts[-1]} messages left on the backup's queue (counts seen: {counts})"
-
-
-async def _redelivered(consumer: Consumer, history: History, process: str, settings: Settings,
-                       evidence: CaseEvidence) -> list[Delivery]:
-    """The messages delivered again after the failover (acknowledged individually), noted with their counts."""
-    again = await drain(consumer, history, process, expected=COUNT, quiet_s=settings.deadline(QUIET_S),
-                        receive_s=settings.deadline(RECEIVE_S))
-    evidence.note("redelivered", [(key_of(d), d.delivery_count) for d in again])
-    return again
 
 
 def _judged_redelivery(case: Case, history: History, evidence: CaseEvidence) -> AbstractAsyncContextManager[None]:
@@ -249,15 +232,6 @@ async def _send_identified(producer: Producer, history: History, prefix: str, id
 async def _fill(session: Session, queue: str, prefix: str, history: History, count: int = COUNT) -> list[str]:
     """Put ``count`` confirmed durable messages in ``queue``."""
     return await send_keyed(session.create_producer(queue), history, prefix, [True] * count, name=prefix)
-
-
-async def _xa_code(call: Awaitable[object]) -> int:
-    """Await an XA call; 0 when it succeeds, else its XA error code."""
-    try:
-        await call
-    except XAError as exc:
-        return exc.code
-    return 0
 
 
 async def _outcome(call: Awaitable[object]) -> str:
@@ -299,7 +273,7 @@ def test_a_transaction_open_at_failover_is_aborted(case: Case, cck_make_target: 
                                     confirmed=False)
             await kill_primary(target, watch, cck_settings, evidence)
             try:
-                await _rolled_back(session, evidence, "a transaction")
+                await rolled_back(session, evidence, "a transaction")
             finally:
                 settle_sends(history, keys, [False] * COUNT, name="P", process="producer")
             if retry:
@@ -334,8 +308,8 @@ def test_acknowledgements_in_flight_are_redelivered(case: Case, cck_make_target:
                                 receive_s=cck_settings.deadline(RECEIVE_S))
             assert [key_of(d) for d in first] == keys, "the first delivery was not the messages sent, in order"
             await kill_primary(target, watch, cck_settings, evidence)
-            await _rolled_back(session, evidence, "acknowledgements")
-            again = await _redelivered(consumer, history, "tx", cck_settings, evidence)
+            await rolled_back(session, evidence, "acknowledgements")
+            again = await redelivered(consumer, history, "tx", COUNT, cck_settings, evidence)
             assert sorted(key_of(d) for d in again) == sorted(keys), "not every acknowledged message came back"
             await session.commit()
             for key in keys:
@@ -363,7 +337,7 @@ def test_unacknowledged_messages_are_redelivered(case: Case, cck_make_target: Ma
             await drain(consumer, history, "client", expected=COUNT, quiet_s=0.0,
                         receive_s=cck_settings.deadline(RECEIVE_S), ack="none")
             await kill_primary(target, watch, cck_settings, evidence)
-            again = await _redelivered(consumer, history, "client", cck_settings, evidence)
+            again = await redelivered(consumer, history, "client", COUNT, cck_settings, evidence)
             assert again, "no unacknowledged message came back"
             assert key_of(again[0]) == keys[0], "the first unacknowledged message did not come first"
             assert sorted(key_of(d) for d in again) == sorted(keys), "not every unacknowledged message came back"
@@ -457,21 +431,6 @@ def _judged_xa(history: History, evidence: CaseEvidence, after: list[str]) -> Ab
     return judged(history, evidence, label="ha-xa", allow_duplicates=True, also=again)
 
 
-async def _take(session: Session, queue: str, history: History, settings: Settings) -> list[str]:
-    """Receive and acknowledge COUNT messages inside the session's branch; the consumer is closed again."""
-    consumer = await session.create_consumer(queue)
-    session.start()
-    keys: list[str] = []
-    for _ in range(COUNT):
-        delivery = await consumer.receive(settings.deadline(RECEIVE_S))
-        assert delivery is not None, f"only {len(keys)} of {COUNT} messages to acknowledge arrived"
-        record_receipt(history, "worker", delivery)
-        await consumer.individual_acknowledge(delivery)
-        keys.append(key_of(delivery))
-    await consumer.close()
-    return keys
-
-
 async def _completed(shape: str, recover: Session, worker: Session, connection: Connection, queue: str,
                      xids: Sequence[Xid], evidence: CaseEvidence) -> None:
     """After the failover: complete the branches as the row ``shape`` says, judging each step (``worker`` is the
@@ -487,7 +446,7 @@ async def _completed(shape: str, recover: Session, worker: Session, connection: 
     if shape in ("active", "ended"):
         assert not set(xids) & set(in_doubt), "a branch not prepared at the failure is in doubt on the backup"
         if shape == "ended":
-            code = await _xa_code(recover.xa_commit(xids[0]))
+            code = await xa_code(recover.xa_commit(xids[0]))
             evidence.note("commit_code", code)
             assert code == XAER_NOTA, f"the commit of the unprepared branch ended with XA code {code}, not XAER_NOTA"
         return
@@ -499,7 +458,7 @@ async def _completed(shape: str, recover: Session, worker: Session, connection: 
         assert held == 0, f"{held} messages of prepared branches are on the queue before the commit"
     for xid in xids:
         complete = recover.xa_rollback(xid) if shape == "rollback" else recover.xa_commit(xid)
-        code = await _xa_code(complete)
+        code = await xa_code(complete)
         assert code == 0, f"the completion of recovered {xid} ended with XA code {code}"
 
 
@@ -529,7 +488,7 @@ def test_xa_branches_across_failover(case: Case, cck_make_target: MakeTarget, cc
             for index, xid in enumerate(xids):
                 await worker.xa_start(xid)
                 if takes:
-                    taken += await _take(worker, queue, history, cck_settings)
+                    taken += await take_acknowledged(worker, queue, COUNT, history, cck_settings)
                 sent.append(await send_keyed(worker.create_producer(queue), history, f"{case.id}.b{index}", durability,
                                              name=f"{case.id}.b{index}", process="worker", confirmed=False))
                 if shape != "active":
@@ -542,7 +501,7 @@ def test_xa_branches_across_failover(case: Case, cck_make_target: MakeTarget, cc
                 await _completed(shape, recover, worker, connection, queue, xids, evidence)
             finally:
                 for xid in set(await recover.xa_recover()) & set(xids):  # a failed case leaves nothing in doubt
-                    await _xa_code(recover.xa_rollback(xid))
+                    await xa_code(recover.xa_rollback(xid))
             committed = shape in ("branches", "commit")
             for index, keys in enumerate(sent):
                 settle_sends(history, keys, durability if committed else [False] * len(keys),
