@@ -9,9 +9,11 @@ import signal
 import socket
 from pathlib import Path
 
+from cck.reference.client import Session
+
 from .conftest import STOP_DEADLINE_S, Launched
 
-__all__ = ["ANNOUNCED", "DEADLINE_S", "LISTENING", "WAITING", "kill", "pair", "stop", "write_configs"]
+__all__ = ["ANNOUNCED", "DEADLINE_S", "LISTENING", "WAITING", "kill", "pair", "received", "stop", "write_configs"]
 
 WAITING = re.compile(r"waiting for the shared store|waiting as the replication backup")
 LISTENING = re.compile(r"listening")
@@ -88,3 +90,16 @@ def stop(launched: Launched) -> int:
     """A graceful stop (SIGTERM); the exit code."""
     launched.process.send_signal(signal.SIGTERM)
     return launched.process.wait(timeout=STOP_DEADLINE_S)
+
+
+async def received(session: Session, count: int) -> list[int]:
+    """The ``seq`` of every message on queue ``ha`` (each acknowledged): ``count`` of them, each within
+    DEADLINE_S, then whatever more comes before 0.5 s of quiet; the consumer is closed again."""
+    consumer = await session.create_consumer("ha")
+    session.start()
+    got: list[int] = []
+    while (delivery := await consumer.receive(DEADLINE_S if len(got) < count else 0.5)) is not None:
+        got.append(int(str(delivery.message.properties.get("seq"))))
+        await consumer.acknowledge(delivery)
+    await consumer.close()
+    return got

@@ -15,12 +15,12 @@ from cck.codec import CoreMessage, RoutingType, TypedProperties
 from cck.reference._server import BrokerServer
 from cck.reference.broker import BrokerCore, BrokerSettings, JournalStorage, open_journal
 from cck.reference.broker._cluster import ClusterRole
-from cck.reference.client import ClientSettings, Connector, Session, connect
+from cck.reference.client import ClientSettings, Connector, connect
 from cck.reference.ha._replica import Replica, ReplicaEnd
 from cck.reference.ha._source import Replication
 
 from .conftest import Launched
-from .ha_pair import LISTENING, WAITING, kill, pair, write_configs
+from .ha_pair import LISTENING, WAITING, kill, pair, received, write_configs
 
 DEADLINE_S = 20.0
 USER, PASSWORD = "cluster", "secret"
@@ -190,17 +190,6 @@ def test_the_backup_takes_over_with_the_primary_s_messages_and_hands_them_back(t
         kill(primary, backup, *restarted)
 
 
-async def _received(session: Session, count: int) -> list[int]:
-    consumer = await session.create_consumer("ha")
-    session.start()
-    got: list[int] = []
-    while (delivery := await consumer.receive(DEADLINE_S if len(got) < count else 0.5)) is not None:
-        got.append(int(str(delivery.message.properties.get("seq"))))
-        await consumer.acknowledge(delivery)
-    await consumer.close()
-    return got
-
-
 async def _over_and_back(primary: Launched, backup: Launched, ports: tuple[int, int], tmp_path: Path,
                          restarted: list[Launched]) -> None:
     settings = ClientSettings(reconnect_attempts=100, retry_interval_ms=100, block_on_acknowledge=True)
@@ -223,6 +212,6 @@ async def _over_and_back(primary: Launched, backup: Launched, ports: tuple[int, 
         await asyncio.to_thread(again.wait_for, WAITING, DEADLINE_S)  # following the backup that took over
         await asyncio.to_thread(again.wait_for, LISTENING, DEADLINE_S)  # handed back
         await asyncio.wait_for(moved_back.wait(), DEADLINE_S)  # the client followed
-        got = await _received(session, 10)
+        got = await received(session, 10)
         assert sorted(got) == list(range(10)), got
         assert connection.machine.connector == Connector("127.0.0.1", ports[0])

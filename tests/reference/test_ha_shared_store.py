@@ -10,23 +10,12 @@ import re
 from pathlib import Path
 
 from cck.codec import CoreMessage, RoutingType, TypedProperties
-from cck.reference.client import ClientSettings, Connector, Session, connect
+from cck.reference.client import ClientSettings, Connector, connect
 
 from .conftest import Launched
-from .ha_pair import DEADLINE_S, LISTENING, kill, pair, write_configs
+from .ha_pair import DEADLINE_S, LISTENING, kill, pair, received, write_configs
 
 COUNT = 20
-
-
-async def _receive_all(session: Session) -> list[int]:
-    """Every message left on queue ``ha``, by seq (acknowledged): the expected ones, then until 0.5 s of quiet."""
-    consumer = await session.create_consumer("ha")
-    session.start()
-    got: list[int] = []
-    while (delivery := await consumer.receive(DEADLINE_S if len(got) < COUNT else 0.5)) is not None:
-        got.append(int(str(delivery.message.properties.get("seq"))))
-        await consumer.acknowledge(delivery)
-    return got
 
 
 def test_the_backup_takes_over_the_shared_store_and_the_client_follows(tmp_path: Path) -> None:
@@ -65,7 +54,7 @@ async def _failback(primary: Launched, backup: Launched, ports: tuple[int, int],
         await asyncio.to_thread(again.wait_for, re.compile("waiting for the shared store as primary"), DEADLINE_S)
         await asyncio.to_thread(backup.wait_for, re.compile("waiting for the shared store as backup"), DEADLINE_S)
         await asyncio.to_thread(again.wait_for, LISTENING, DEADLINE_S)
-        got = await _receive_all(session)
+        got = await received(session, COUNT)
         assert sorted(got) == list(range(COUNT)), got  # what was sent to the backup is on the primary again
         assert connection.machine.connector == Connector("127.0.0.1", ports[0])
 
@@ -81,7 +70,7 @@ async def _scenario(primary: Launched, backup: Launched, ports: tuple[int, int])
             await producer.send(CoreMessage(b"m", durable=True, properties=TypedProperties.of(seq=seq)))
         kill(primary)
         await asyncio.to_thread(backup.wait_for, LISTENING, DEADLINE_S)
-        got = await _receive_all(session)
+        got = await received(session, COUNT)
         assert sorted(got) == list(range(COUNT)), got
         assert connection.machine.connector == Connector("127.0.0.1", ports[1])
         kinds = [e.kind for e in connection.events]

@@ -18,7 +18,7 @@ from cck.reference.client import ClientError, ClientSettings, Connection, Connec
 from cck.reference.ha import SharedStoreActivation, SharedStoreLock
 
 from .conftest import Launched
-from .ha_pair import DEADLINE_S, LISTENING, kill, pair, stop, write_configs
+from .ha_pair import DEADLINE_S, LISTENING, kill, pair, received, stop, write_configs
 
 COUNT = 10
 PAUSED_LINE = re.compile(r"the shared store is paused")
@@ -111,16 +111,6 @@ async def _fill(session: Session) -> None:
         await producer.send(CoreMessage(b"m", durable=True, properties=TypedProperties.of(seq=seq)))
 
 
-async def _receive_all(session: Session) -> list[int]:
-    consumer = await session.create_consumer("ha")
-    session.start()
-    got: list[int] = []
-    while (delivery := await consumer.receive(DEADLINE_S if len(got) < COUNT else 0.5)) is not None:
-        got.append(int(str(delivery.message.properties.get("seq"))))
-        await consumer.acknowledge(delivery)
-    return got
-
-
 def test_without_failover_on_shutdown_the_backup_stays_passive_until_the_primary_is_back(tmp_path: Path) -> None:
     ports = write_configs(tmp_path, failover_on_shutdown=False)
     primary, backup = pair(tmp_path)
@@ -158,7 +148,7 @@ async def _stopped_without_failover(primary: Launched, backup: Launched, ports: 
         await asyncio.to_thread(again.wait_for, LISTENING, DEADLINE_S)
         await watch.until(lambda: any(e.kind == "recreated" for e in watch.events), "the session recreated")
         assert connection.machine.connector == Connector("127.0.0.1", ports[0])
-        assert sorted(await _receive_all(session)) == list(range(COUNT))
+        assert sorted(await received(session, COUNT)) == list(range(COUNT))
         assert not (tmp_path / "store" / "paused").exists()  # the primary activated: the store is in use again
         assert not any(LISTENING.search(line) for line in backup.log), backup.log
 
@@ -185,7 +175,7 @@ async def _stopped_with_failover(primary: Launched, backup: Launched, ports: tup
         await watch.until(lambda: any(e.kind == "recreated" for e in watch.events), "the session recreated")
         assert "DISCONNECT" in str(watch.failures[0]), watch.failures
         assert connection.machine.connector == Connector("127.0.0.1", ports[1])
-        assert sorted(await _receive_all(session)) == list(range(COUNT))
+        assert sorted(await received(session, COUNT)) == list(range(COUNT))
 
 
 def test_a_backup_that_took_over_and_is_stopped_leaves_the_store_paused_for_the_primary(tmp_path: Path) -> None:
