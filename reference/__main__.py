@@ -179,8 +179,8 @@ async def _replicated(args: argparse.Namespace, config: BrokerConfig, settings: 
             if end is None:
                 return 0
             if end.how != "refused" and not end.synced:
-                LOG.warning("the live server's state could not be taken over in full; activating on what is here",
-                            extra={"how": end.how, "detail": end.detail})
+                LOG.warning("the live server's state could not be taken in full; activating on this server's own "
+                            "journal", extra={"how": end.how, "detail": end.detail})
         return await _serve(args, config, settings, data, stop, None, replicate=True)
     if not peers:
         raise ConfigError("a replication backup needs its primary among its cluster-connection's static connectors")

@@ -3,8 +3,10 @@ CLUSTER_CONNECT with the cluster credentials, then KIT_REPLICA_SUBSCRIBE on chan
 that takes the primary's records as they come (:meth:`Journal.replay`), made durable before each
 acknowledgement.  See ``_source.py`` for the primary's side.
 
-The primary's live state replaces whatever the backup's journal held: it is started afresh at KIT_REPLICA_BEGIN
-(the node ID it will serve as is written beside it).  :meth:`Replica.follow` returns how the stream ended: the
+The primary's live state replaces whatever the backup's journal held: it is started afresh at KIT_REPLICA_BEGIN.
+What it held is kept beside it (``<journal>.previous``) until the new one holds the primary's whole state, and
+put back if the stream ends before that, so a server never ends up with half a journal; the node ID it will serve
+as is written beside it once synchronised.  :meth:`Replica.follow` returns how the stream ended: the
 primary stopped (gracefully, saying whether to take over) or was lost; a backup takes over only with a journal
 that was synchronised in full.
 """
@@ -82,6 +84,7 @@ class Replica:
         except OSError as exc:
             return ReplicaEnd("refused", False, detail=str(exc))
         journal: Journal | None = None
+        node_id = ""
         try:
             writer.write(PREAMBLE + encode_packet(Ping(_TTL_MS), 0)
                          + encode_packet(ClusterConnectMessage(self.user, self.password), _CLUSTER_CHANNEL))
@@ -99,7 +102,8 @@ class Replica:
                             return self._end("refused", "the primary refused the cluster credentials")
                         writer.write(encode_packet(ReplicaSubscribe(self.name), _CLUSTER_CHANNEL))
                     elif isinstance(packet, ReplicaBegin):
-                        journal = self._start_afresh(packet.node_id)
+                        journal = self._start_afresh()
+                        node_id = packet.node_id
                     elif isinstance(packet, ReplicaRecords):
                         if journal is None:
                             return self._end("lost", "records before KIT_REPLICA_BEGIN")
@@ -107,6 +111,7 @@ class Replica:
                         upto = packet.upto
                         if packet.synced and not self.synced.is_set():
                             journal.sync()
+                            self._synchronised(node_id)
                             self.synced.set()
                             LOG.info("backup synchronised with the primary", extra={"records": upto})
                     elif isinstance(packet, ReplicaStopping):
@@ -123,6 +128,8 @@ class Replica:
             if journal is not None:
                 with contextlib.suppress(JournalError, OSError):
                     journal.close()
+                if not self.synced.is_set():
+                    self._put_back()
             writer.close()  # not waited for: the primary may be busy stopping, and this server has its own work
 
 
@@ -131,11 +138,28 @@ class Replica:
         LOG.info("stopped following the primary", extra={"how": how, "synced": end.synced, "detail": detail})
         return end
 
-    def _start_afresh(self, node_id: str) -> Journal:
-        """An empty journal for the primary's state (what the directory held before is of an older stream)."""
-        shutil.rmtree(self.journal_dir, ignore_errors=True)
+    @property
+    def _previous(self) -> Path:
+        return self.journal_dir.with_name(self.journal_dir.name + ".previous")
+
+    def _start_afresh(self) -> Journal:
+        """An empty journal for the primary's state; what the directory held is kept aside until that is in."""
+        shutil.rmtree(self._previous, ignore_errors=True)
+        if self.journal_dir.exists():
+            self.journal_dir.rename(self._previous)
         journal = Journal(self.journal_dir, file_size=self.file_size)
         journal.open()
+        return journal
+
+    def _synchronised(self, node_id: str) -> None:
+        """The journal holds the primary's whole state: the old one can go, the node ID is the primary's."""
+        shutil.rmtree(self._previous, ignore_errors=True)
         self.node_id_file.parent.mkdir(parents=True, exist_ok=True)
         self.node_id_file.write_text(node_id + "\n", encoding="ascii")
-        return journal
+
+    def _put_back(self) -> None:
+        """The stream ended before the journal held the primary's state: the journal from before comes back."""
+        if self._previous.exists():
+            shutil.rmtree(self.journal_dir, ignore_errors=True)
+            self._previous.rename(self.journal_dir)
+            LOG.info("the journal from before the synchronisation is back", extra={"journal": str(self.journal_dir)})

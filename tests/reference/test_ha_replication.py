@@ -11,7 +11,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from cck.codec import CoreMessage, RoutingType, TypedProperties
+from cck.codec import (
+    ClusterConnectReplyMessage,
+    CoreMessage,
+    ReplicaBegin,
+    ReplicaRecords,
+    RoutingType,
+    TypedProperties,
+    encode_packet,
+)
 from cck.reference._server import BrokerServer
 from cck.reference.broker import BrokerCore, BrokerSettings, JournalStorage, open_journal
 from cck.reference.broker._cluster import ClusterRole
@@ -215,3 +223,48 @@ async def _over_and_back(primary: Launched, backup: Launched, ports: tuple[int, 
         got = await received(session, 10)
         assert sorted(got) == list(range(10)), got
         assert connection.machine.connector == Connector("127.0.0.1", ports[0])
+
+
+def test_a_stream_that_ends_before_the_primary_s_state_is_in_puts_the_old_journal_back(tmp_path: Path) -> None:
+    backup = tmp_path / "backup"
+    old, _ = open_journal(backup / "journal", sync=False)
+    old.add(1, 1, b"the backup's own record")
+    old.close()
+    (backup / "node-id").write_text("own-node\n", encoding="ascii")
+
+    async def primary_that_dies_half_way(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(4096)  # the preamble, a ping, the cluster login
+        writer.write(encode_packet(ClusterConnectReplyMessage(True), 3))
+        await reader.read(4096)  # the subscription
+        record = b"".join(_records_of_a_journal(tmp_path / "other"))
+        writer.write(encode_packet(ReplicaBegin("other-node"), 3)
+                     + encode_packet(ReplicaRecords(1, False, record), 3))  # not synced yet
+        await writer.drain()
+        writer.close()
+
+    async def scenario() -> ReplicaEnd:
+        server = await asyncio.start_server(primary_that_dies_half_way, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        replica = Replica(backup / "journal", backup / "node-id", user=USER, password=PASSWORD, name="test-backup")
+        try:
+            return await within(replica.follow("127.0.0.1", port))
+        finally:
+            server.close()
+
+    end = asyncio.run(scenario())
+    assert (end.how, end.synced) == ("lost", False)
+    assert (backup / "node-id").read_text(encoding="ascii").strip() == "own-node"
+    journal, recovery = open_journal(backup / "journal", sync=False)
+    journal.close()
+    assert [r.payload for r in recovery.records] == [b"the backup's own record"]
+    assert not (backup / "journal.previous").exists()
+
+
+def _records_of_a_journal(directory: Path) -> list[bytes]:
+    """One record, encoded as a journal appends it (taken from a journal of its own)."""
+    journal, _ = open_journal(directory, sync=False)
+    sent: list[bytes] = []
+    journal.observe_appends(sent.append)
+    journal.add(7, 1, b"the primary's record")
+    journal.close()
+    return sent
