@@ -1,8 +1,8 @@
 """The stock Artemis JMS client (the pinned distribution's artemis-jms-client) fails over from a reference primary
-to its reference backup: the program sends persistent messages, each with its own duplicate ID, through a factory
-with ha=true; the primary is killed (SIGKILL) while it sends; every message is then on the backup exactly once
-(a send cut off by the kill is sent again with the same ID, which the backup, having loaded the journal, drops
-when the primary had stored it)."""
+to its reference backup, with a shared store and with replication: the program sends persistent messages, each
+with its own duplicate ID, through a factory with ha=true; the primary is killed (SIGKILL) while it sends; every
+message is then on the backup exactly once (a send cut off by the kill is sent again with the same ID, which the
+backup, holding the primary's journal, drops when the primary had stored it)."""
 
 from __future__ import annotations
 
@@ -31,10 +31,11 @@ def dist() -> Distribution:
     return ensure_distribution()
 
 
-def test_the_stock_client_fails_over_to_the_backup_and_nothing_is_lost_or_doubled(tmp_path: Path,
-                                                                                   dist: Distribution) -> None:
+@pytest.mark.parametrize("policy", ["shared-store", "replication"])
+def test_the_stock_client_fails_over_to_the_backup_and_nothing_is_lost_or_doubled(tmp_path: Path, dist: Distribution,
+                                                                                   policy: str) -> None:
     classes = build_jms(dist)
-    ports = write_configs(tmp_path)
+    ports = write_configs(tmp_path, policy=policy)
     primary, backup = pair(tmp_path)
     try:
         command = jms_command(dist, classes, f"tcp://127.0.0.1:{ports[0]}", "ha", "ha-send", count=COUNT,
