@@ -13,6 +13,7 @@ import time
 import uuid
 from pathlib import Path
 
+from cck.codec import PREAMBLE, Ping, encode_packet
 from cck.codec import RoutingType as WireRoutingType
 
 from ._logging import configure_logging
@@ -220,6 +221,7 @@ async def _follow(config: BrokerConfig, settings: BrokerSettings, data: Path, st
                       name=str(role.connector.params if role.connector else settings.node_id),
                       file_size=config.journal.journal_file_size)
     turn = 0
+    holding = False  # the journal holds a live server's whole state (from a stream that ended)
     while not stop.is_set():
         host, port = peers[turn % len(peers)]
         turn += 1
@@ -247,6 +249,16 @@ async def _follow(config: BrokerConfig, settings: BrokerSettings, data: Path, st
                 await following
             return None
         end = following.result()
+        if end.how == "refused" and holding:
+            # the primary that ended the stream while still answering is gone now: the state held is the last
+            return ReplicaEnd("lost", True, detail=f"the primary no longer answers: {end.detail}")
+        holding = end.synced or (holding and end.how == "refused")
+        if end.how == "lost" and end.synced and not once and await _answers(host, port):
+            # the primary dropped this backup (it fell behind) but still serves: taking over now would make two
+            # active servers; follow it again instead
+            LOG.warning("the primary ended the replication but still answers: following it again",
+                        extra={"detail": end.detail})
+            continue
         if once or (end.synced and (end.how == "lost" or (end.how == "stopped" and end.failover))):
             return end
         if end.how == "stopped":
@@ -258,6 +270,25 @@ async def _follow(config: BrokerConfig, settings: BrokerSettings, data: Path, st
 
 #: How long a replication backup waits before it tries its primary again.
 _REPLICA_RETRY_S = 0.5
+#: How long a backup that lost its replication connection gives the primary to answer a ping.
+_PROBE_S = 1.0
+_PROBE_TTL_MS = 60_000
+
+
+async def _answers(host: str, port: int) -> bool:
+    """Whether a server at ``host:port`` answers a ping within :data:`_PROBE_S` (a process being killed may still
+    accept a connection in the kernel, but it answers nothing)."""
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), _PROBE_S)
+    except (OSError, TimeoutError):
+        return False
+    try:
+        writer.write(PREAMBLE + encode_packet(Ping(_PROBE_TTL_MS), 0))
+        return bool(await asyncio.wait_for(reader.read(1), _PROBE_S))
+    except (OSError, TimeoutError):
+        return False
+    finally:
+        writer.close()
 
 
 async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: BrokerSettings, data: Path,
