@@ -21,9 +21,7 @@ from ._server import BrokerServer
 from .broker import BrokerCore, BrokerSettings, JournalStorage, Queue, open_journal
 from .cluster import UdpGroups, cluster_role, scale_down, start_cluster
 from .config import BrokerConfig, ConfigError, SecurityModel, default_config, load_config
-from .ha import BackupAnnouncer, SharedStoreActivation, SharedStoreLock
-from .ha._replica import Replica, ReplicaEnd
-from .ha._source import Replication
+from .ha import BackupAnnouncer, Replica, ReplicaEnd, Replication, SharedStoreActivation, SharedStoreLock
 from .journal import JournalError
 
 LOG = logging.getLogger("cck.reference")

@@ -24,8 +24,7 @@ from cck.reference._server import BrokerServer
 from cck.reference.broker import BrokerCore, BrokerSettings, JournalStorage, open_journal
 from cck.reference.broker._cluster import ClusterRole
 from cck.reference.client import ClientSettings, Connector, connect
-from cck.reference.ha._replica import Replica, ReplicaEnd
-from cck.reference.ha._source import Replication
+from cck.reference.ha import Replica, ReplicaEnd, Replication
 
 from .conftest import Launched
 from .ha_pair import LISTENING, WAITING, kill, pair, received, write_configs
