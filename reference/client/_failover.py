@@ -259,6 +259,11 @@ class Failover:
         if connector_of(member.live) == self.connector:
             backup = connector_of(member.backup) if member.backup is not None else None
             self.backups = (backup,) if backup is not None and backup != self.connector else ()
+            if self._reconnecting and isinstance(self._schedule, Reconnect):
+                # learnt during the reconnection (on an attempt's connection): tried from the next attempt on, as
+                # Artemis's client reads its backup connector afresh on each retry
+                failed = self._schedule.targets[0]
+                self._schedule.retarget((failed, *(b for b in self.backups if b != failed)))
 
     # ------------------------------------------------------------------ actions (see _TABLE)
 

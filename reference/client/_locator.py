@@ -304,6 +304,16 @@ class Reconnect:
     def next_connector(self) -> Connector:
         return self.targets[self._next]
 
+    def retarget(self, targets: tuple[Connector, ...]) -> None:
+        """The candidates changed during the reconnection (the topology named another backup): the attempts go on
+        over the new ones, with the failures counted so far; the candidate being tried keeps its place when it is
+        still one (so the next is the one after it), else the next attempt starts from the first."""
+        if not targets or targets == self.targets:
+            return
+        current = self.targets[self._next]
+        self.targets = targets
+        self._next = targets.index(current) if current in targets else 0
+
     def failed(self, now_ms: int) -> int | None:
         """The candidate just tried failed at ``now_ms``: the next candidate at once, or after the last one the
         loop's next wait; None to give up."""

@@ -48,6 +48,7 @@ from cck.reference.client import (
     ObjectClosed,
     SessionCore,
     SessionOptions,
+    TopologyMember,
     TransactionRolledBack,
     make_policy,
 )
@@ -408,6 +409,27 @@ def test_the_backup_named_by_the_topology_is_tried_after_the_failed_server() -> 
     assert [c.connector for c in net.connects()[1:]] == [A, B]
     assert net.kinds() == ["failed", "attempt", "attempt-failed", "attempt", "recreated"]
     assert net.machine.connector == B
+    assert session.attached
+
+
+def test_a_backup_learnt_while_reconnecting_is_tried_from_the_next_attempt() -> None:
+    # the client had no backup when its server failed; during the reconnection a topology (e.g. on an attempt's
+    # connection to a server that came back) names A's backup: the attempts go on over it, as Artemis's client
+    # reads its backup connector afresh on each retry
+    net = attached(WINDOW, brokers={A: BrokerCore(BrokerSettings(node_id="primary")),
+                                    B: BrokerCore(BrokerSettings(node_id="backup"))})
+    session = net.session()
+    net.refusing.add(A)
+    net.cut()
+    assert [c.connector for c in net.connects()[1:]] == [A]  # nothing else known: waiting to try A again
+    member = TopologyMember("primary", TransportConfiguration.netty(A.host, A.port),
+                            TransportConfiguration.netty(B.host, B.port))
+    for listener in list(net.machine.core.topology_listeners):
+        listener("primary", member, True)
+    net.advance()
+    assert [c.connector for c in net.connects()[1:]] == [A, A, B]
+    assert net.machine.connector == B
+    assert net.kinds()[-1] == "recreated"
     assert session.attached
 
 
