@@ -196,6 +196,9 @@ async def _replicated(args: argparse.Namespace, config: BrokerConfig, settings: 
         if not failback.is_set() or not policy.restart_backup:
             return code
         LOG.info("handed back to the primary; following it as its backup again")
+        # said at once (a supervisor watching for it knows this server no longer serves), and again once synchronised
+        print(f"reference broker waiting as the replication backup of node {node_id} (handed back)", file=sys.stderr,
+              flush=True)
     return 0
 
 

@@ -198,15 +198,23 @@ class ManagedNode(Node):
             raise
 
     def wait_active(self, deadline_s: float) -> None:
-        """Until a passive server (a backup) says it is active; at once if it already is.  NodeStartError when it
-        ends or stays passive past the deadline (the process is left as it is)."""
-        if self.active:
-            return
+        """Until a passive server (a backup) says it is active; at once if it already is (its last line saying
+        either way says active: a backup that took over and handed back is passive again).  NodeStartError when
+        it ends or stays passive past the deadline (the process is left as it is)."""
         process = self._process
         if process is None or not process.running:
             raise NodeStartError(self.name, "is not running, so it cannot become active", self.logs(LOG_TAIL_LINES))
+        since = 0
+        if self.passive is not None:
+            for index, line in enumerate(process.later_lines()):
+                if self.passive.search(line):
+                    self.active, since = False, index + 1
+                elif self.ready.search(line):
+                    self.active, since = True, index + 1
+        if self.active:
+            return
         try:
-            process.wait_line(self.ready, deadline_s)
+            process.wait_line(self.ready, deadline_s, since=since)
         except (ExitedEarly, NotReady) as exc:
             raise NodeStartError(self.name, f"did not become active: {exc}", self.logs(LOG_TAIL_LINES)) from None
         self.active = True

@@ -183,11 +183,17 @@ class BrokerProcess:
             if time.monotonic() >= end:
                 raise NotReady(f"no line matching {self._ready_pattern.pattern!r} within {deadline_s:.0f}s")
 
-    def wait_line(self, pattern: re.Pattern[str], deadline_s: float) -> re.Match[str]:
-        """The first line after the ready line that matches ``pattern``, waiting up to ``deadline_s`` (woken by each
-        new line, no poll); ExitedEarly if the process ends first, NotReady when the deadline passes."""
+    def later_lines(self) -> list[str]:
+        """The lines after the ready line so far."""
+        with self._more:
+            return list(self._later)
+
+    def wait_line(self, pattern: re.Pattern[str], deadline_s: float, *, since: int = 0) -> re.Match[str]:
+        """The first line after the ready line (from its ``since``-th on) that matches ``pattern``, waiting up to
+        ``deadline_s`` (woken by each new line, no poll); ExitedEarly if the process ends first, NotReady when the
+        deadline passes."""
         end = time.monotonic() + deadline_s
-        seen = 0
+        seen = since
         with self._more:
             while True:
                 for line in self._later[seen:]:

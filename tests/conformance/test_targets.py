@@ -707,3 +707,25 @@ def test_artemis_2_28_starts_and_accepts_a_session(tmp_path: Path) -> None:
         run(_send_durable(target, queue, b"old"))
         assert run(_receive(target, queue)) == b"old"
         assert "2.28.0" in target.nodes[0].logs()
+
+
+@pytest.mark.parametrize("policy", ["shared-store", "replication"])
+def test_a_backup_that_handed_back_is_passive_again_for_wait_active(policy: str, tmp_path: Path) -> None:
+    ha = HASpec(policy, allow_failback=True, check_for_live_server=policy == "replication")  # type: ignore[arg-type]
+    with ReferenceTarget(Topology.ha_pair(ha), tmp_path) as target:
+        primary, backup = target.node("node0"), target.node("node1")
+        with pytest.raises(NodeStartError, match="did not become active"):
+            backup.wait_active(0.5)  # passive from the start
+        primary.kill()
+        backup.wait_active(20.0)  # took over
+        primary.start()  # asks for its place back: the backup hands back and waits again
+        primary.wait_active(20.0)
+        with pytest.raises(NodeStartError, match="did not become active"):
+            backup.wait_active(0.5)  # passive again, though it was active before
+        if policy == "replication":  # a replication backup takes over only once it holds the primary's state again
+            process = backup._process
+            assert process is not None
+            handed = max(i for i, line in enumerate(process.later_lines()) if "(handed back)" in line)
+            process.wait_line(re.compile(r"waiting as the replication backup of node \S+\s*$"), 20.0, since=handed + 1)
+        primary.kill()
+        backup.wait_active(20.0)  # and takes over once more
