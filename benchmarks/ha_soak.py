@@ -773,7 +773,8 @@ def _code() -> dict[str, Any]:
             return ""
         return done.stdout.strip()
 
-    return {"root": str(root), "commit": git("rev-parse", "HEAD"),
+    # the checkout's path is this machine's business, not the evidence's
+    return {"commit": git("rev-parse", "HEAD"),
             "changed": git("status", "--porcelain", "--untracked-files=no").splitlines()}
 
 
