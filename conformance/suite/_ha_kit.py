@@ -10,21 +10,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Literal
 
 from cck.conformance.evidence import CaseEvidence
 from cck.conformance.plugin import Settings
 from cck.conformance.targets import HASpec, ManagedTarget, NodeSpec, Target, Topology
 from cck.conformance.verdicts import NotObserved
-from cck.reference.client import Connection, Connector, connector_of
+from cck.reference.client import ClientSettings, Connection, Connector, connect, connector_of
 
-from ._kit import wait_until
+from ._kit import RESTARTING, client_settings, wait_until
 from ._restart_support import Watch
 
 __all__ = [
     "CASE_S", "FAILOVER_S", "TOPOLOGY_S", "POLICIES", "MakeTarget", "Policy",
-    "acceptor", "backup_learnt", "backup_of_primary", "fail_over", "kill_primary", "pair",
+    "acceptor", "backup_learnt", "backup_of_primary", "fail_over", "kill_primary", "on_primary", "pair",
 ]
 
 MakeTarget = Callable[[Topology], Target]
@@ -72,6 +73,20 @@ async def backup_learnt(connection: Connection, target: ManagedTarget, settings:
         await wait_until(lambda: backup_of_primary(connection, primary) == backup,
                          settings.deadline(TOPOLOGY_S), "the backup in the primary's topology")
     return backup_of_primary(connection, primary)
+
+
+@asynccontextmanager
+async def on_primary(target: ManagedTarget, settings: Settings, evidence: CaseEvidence, *,
+                     client: ClientSettings | None = None,
+                     url: str | None = None) -> AsyncIterator[tuple[Connection, Watch]]:
+    """A connection of the kit's client (``client``: RESTARTING in the target's protocol) to the primary (or
+    ``url``: a proxy standing for the pair), watched from its start, once the primary's topology named the
+    backup (or the wait for it ran out: noted, the case goes on)."""
+    client = client or client_settings(target, RESTARTING)
+    async with await connect(url or target.node("node0").url, settings=client) as connection:
+        watch = Watch(connection)
+        evidence.note("backup_seen", str(await backup_learnt(connection, target, settings)))
+        yield connection, watch
 
 
 async def fail_over(watch: Watch, settings: Settings, evidence: CaseEvidence, *, since: int = 0) -> str:

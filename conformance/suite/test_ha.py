@@ -27,6 +27,7 @@ from ._ha_kit import (
     backup_of_primary,
     fail_over,
     kill_primary,
+    on_primary,
     pair,
 )
 from ._kit import (
@@ -181,9 +182,7 @@ def test_a_consumer_receives_again_after_failover(case: Case, cck_make_target: M
     async def scenario() -> None:
         settings = client_settings(target, RESTARTING, block_on_acknowledge=True)
         async with (judged(history, evidence, label="ha-consumer"),
-                    await connect(target.node("node0").url, settings=settings) as connection):
-            watch = Watch(connection)
-            await backup_learnt(connection, target, cck_settings)
+                    on_primary(target, cck_settings, evidence, client=settings) as (connection, watch)):
             session = await connection.create_session()
             await ensure_queue(session, queue)
             before = await send_keyed(session.create_producer(queue), history, f"{case.id}:before", [True] * COUNT,
@@ -231,9 +230,7 @@ def test_the_session_resumes_on_the_backup(case: Case, cck_make_target: MakeTarg
 
     async def scenario() -> None:
         settings = client_settings(target, RESTARTING, confirmation_window_size=1024 * 1024)
-        async with await connect(target.node("node0").url, settings=settings) as connection:
-            watch = Watch(connection)
-            await backup_learnt(connection, target, cck_settings)
+        async with on_primary(target, cck_settings, evidence, client=settings) as (connection, watch):
             plain = await connection.create_session()
             await ensure_queue(plain, queue)
             [waiting] = await send_keyed(plain.create_producer(queue), history, f"{case.id}:waiting", [True],

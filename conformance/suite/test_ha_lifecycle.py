@@ -19,7 +19,18 @@ from cck.conformance.targets import ManagedTarget
 from cck.conformance.verdicts import NotObserved
 from cck.reference.client import ClientError, Connection, Connector, Consumer, Producer, connect
 
-from ._ha_kit import CASE_S, FAILOVER_S, POLICIES, MakeTarget, acceptor, backup_learnt, fail_over, kill_primary, pair
+from ._ha_kit import (
+    CASE_S,
+    FAILOVER_S,
+    POLICIES,
+    MakeTarget,
+    acceptor,
+    backup_learnt,
+    fail_over,
+    kill_primary,
+    on_primary,
+    pair,
+)
 from ._kit import (
     QUIET_S,
     RECEIVE_S,
@@ -97,9 +108,7 @@ def test_the_primary_takes_its_place_back(case: Case, cck_make_target: MakeTarge
         # so nothing is in flight when the kit kills or starts a server
         settings = client_settings(target, RESTARTING, block_on_acknowledge=True)
         async with (judged(history, evidence, label="failback"),
-                    await connect(target.node("node0").url, settings=settings) as connection):
-            watch = Watch(connection)
-            await backup_learnt(connection, target, cck_settings)
+                    on_primary(target, cck_settings, evidence, client=settings) as (connection, watch)):
             session = await connection.create_session()
             await ensure_queue(session, queue)
             producer = session.create_producer(queue)
@@ -198,9 +207,7 @@ def test_a_graceful_stop_of_the_primary(case: Case, cck_make_target: MakeTarget,
     async def scenario() -> None:
         settings = client_settings(target, RESTARTING)
         async with (judged(history, evidence, label="shutdown"),
-                    await connect(target.node("node0").url, settings=settings) as connection):
-            watch = Watch(connection)
-            await backup_learnt(connection, target, cck_settings)
+                    on_primary(target, cck_settings, evidence, client=settings) as (connection, watch)):
             session = await connection.create_session()
             await ensure_queue(session, queue)
             await _send(session.create_producer(queue), history, case.id, "P", [True] * COUNT)
@@ -257,9 +264,7 @@ def test_both_servers_restarted(case: Case, cck_make_target: MakeTarget, cck_set
     async def scenario() -> None:
         settings = client_settings(target, RESTARTING)
         async with (judged(history, evidence, label="restart-all"),
-                    await connect(target.node("node0").url, settings=settings) as connection):
-            watch = Watch(connection)
-            await backup_learnt(connection, target, cck_settings)
+                    on_primary(target, cck_settings, evidence, client=settings) as (connection, watch)):
             session = await connection.create_session()
             await ensure_queue(session, queue)
             consumer = await session.create_consumer(queue)  # not started: nothing is in flight at the kill

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Awaitable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from cck.codec import CoreMessage, ExceptionType, TypedProperties, Xid
@@ -30,14 +30,21 @@ from cck.reference.client import (
     Producer,
     Session,
     XAError,
-    connect,
 )
 
-from ._ha_kit import CASE_S, FAILOVER_S, POLICIES, MakeTarget, Policy, acceptor, backup_learnt, kill_primary, pair
+from ._ha_kit import (
+    CASE_S,
+    FAILOVER_S,
+    POLICIES,
+    MakeTarget,
+    Policy,
+    acceptor,
+    kill_primary,
+    on_primary,
+    pair,
+)
 from ._kit import (
     RECEIVE_S,
-    RESTARTING,
-    client_settings,
     drain,
     drain_queue,
     judged,
@@ -53,7 +60,6 @@ from ._kit import (
     wait_until,
 )
 from ._restart_support import (
-    Watch,
     ensure_queue,
     judge_redelivery,
     redelivered,
@@ -180,17 +186,6 @@ XA = tuple(
 # ---------------------------------------------------------------------------------------------------- helpers
 
 
-@asynccontextmanager
-async def _on_primary(target: ManagedTarget, url: str, settings: Settings,
-                      evidence: CaseEvidence) -> AsyncIterator[tuple[Connection, Watch]]:
-    """A connection of the kit's client to ``url`` (the primary, or a proxy standing for the pair), watched from
-    its start, once the primary's topology named the backup (or the wait for it ran out: noted, the case goes on)."""
-    async with await connect(url, settings=client_settings(target, RESTARTING)) as connection:
-        watch = Watch(connection)
-        evidence.note("backup_seen", str(await backup_learnt(connection, target, settings)))
-        yield connection, watch
-
-
 async def _emptied(session: Session, queue: str, evidence: CaseEvidence, settings: Settings) -> None:
     """The queue's message count must come to 0 (asked until it does or SETTLE_S passed: a broker may count what a
     commit or an acknowledgement removed a moment after answering)."""
@@ -264,7 +259,7 @@ def test_a_transaction_open_at_failover_is_aborted(case: Case, cck_make_target: 
 
     async def scenario() -> None:
         async with (judged(history, evidence, label="ha-tx"),
-                    _on_primary(target, target.node("node0").url, cck_settings, evidence) as (connection, watch)):
+                    on_primary(target, cck_settings, evidence) as (connection, watch)):
             setup = await connection.create_session()
             await ensure_queue(setup, queue)
             session = await connection.create_session(transacted=True)
@@ -297,7 +292,7 @@ def test_acknowledgements_in_flight_are_redelivered(case: Case, cck_make_target:
 
     async def scenario() -> None:
         async with (_judged_redelivery(case, history, evidence),
-                    _on_primary(target, target.node("node0").url, cck_settings, evidence) as (connection, watch)):
+                    on_primary(target, cck_settings, evidence) as (connection, watch)):
             setup = await connection.create_session()
             await ensure_queue(setup, queue)
             keys = await _fill(setup, queue, case.id, history)
@@ -328,7 +323,7 @@ def test_unacknowledged_messages_are_redelivered(case: Case, cck_make_target: Ma
 
     async def scenario() -> None:
         async with (_judged_redelivery(case, history, evidence),
-                    _on_primary(target, target.node("node0").url, cck_settings, evidence) as (connection, watch)):
+                    on_primary(target, cck_settings, evidence) as (connection, watch)):
             session = await connection.create_session()
             await ensure_queue(session, queue)
             keys = await _fill(session, queue, case.id, history)
@@ -365,7 +360,7 @@ def test_a_commit_cut_off_by_failover(case: Case, cck_make_target: MakeTarget, c
 
     async def scenario() -> None:
         async with (judged(history, evidence, label="commit-in-flight", before=wire), proxy,
-                    _on_primary(target, proxy.url, cck_settings, evidence) as (connection, watch)):
+                    on_primary(target, cck_settings, evidence, url=proxy.url) as (connection, watch)):
             setup = await connection.create_session()
             await ensure_queue(setup, queue)
             session = await connection.create_session(transacted=True)
@@ -478,7 +473,7 @@ def test_xa_branches_across_failover(case: Case, cck_make_target: MakeTarget, cc
 
     async def scenario() -> None:
         async with (_judged_xa(history, evidence, after),
-                    _on_primary(target, target.node("node0").url, cck_settings, evidence) as (connection, watch)):
+                    on_primary(target, cck_settings, evidence) as (connection, watch)):
             setup = await connection.create_session()
             await ensure_queue(setup, queue)
             old = await _fill(setup, queue, f"{case.id}.old", history) if takes else []
