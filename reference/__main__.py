@@ -180,7 +180,14 @@ async def _replicated(args: argparse.Namespace, config: BrokerConfig, settings: 
             if end.how != "refused" and not end.synced:
                 LOG.warning("the live server's state could not be taken in full; activating on this server's own "
                             "journal", extra={"how": end.how, "detail": end.detail})
-        return await _serve(args, config, settings, data, stop, None, replicate=True)
+        lock = _pair_lock(config, settings.node_id)
+        if lock is not None and not await _take_pair_lock(lock, stop):
+            return 0
+        try:
+            return await _serve(args, config, settings, data, stop, None, replicate=True)
+        finally:
+            if lock is not None:
+                lock.release()
     if not peers:
         raise ConfigError("a replication backup needs its primary among its cluster-connection's static connectors")
     while not stop.is_set():
@@ -188,11 +195,22 @@ async def _replicated(args: argparse.Namespace, config: BrokerConfig, settings: 
         if end is None:
             return 0
         node_id = (data / "node-id").read_text(encoding="ascii").strip()
+        lock = _pair_lock(config, node_id)
+        if lock is not None and not lock.try_acquire():
+            # the primary looks gone from here, yet it still holds the pair's lock: it is alive on the other side
+            # of a partition, and activating would make two active servers (a split brain)
+            LOG.warning("the primary is unreachable but still holds the pair's lock: not activating; following it "
+                        "again", extra={"node": node_id, "lock": str(lock.path), "how": end.how})
+            continue
         LOG.info("the primary is gone: taking over", extra={"node": node_id, "how": end.how})
         failback = asyncio.Event()
-        code = await _serve(args, config, dataclasses.replace(settings, node_id=node_id,
-                                                              cluster=cluster_role(config, node_id)),
-                            data, stop, failback if policy.allow_failback else None, replicate=True)
+        try:
+            code = await _serve(args, config, dataclasses.replace(settings, node_id=node_id,
+                                                                  cluster=cluster_role(config, node_id)),
+                                data, stop, failback if policy.allow_failback else None, replicate=True)
+        finally:
+            if lock is not None:
+                lock.release()
         if not failback.is_set() or not policy.restart_backup:
             return code
         LOG.info("handed back to the primary; following it as its backup again")
@@ -200,6 +218,28 @@ async def _replicated(args: argparse.Namespace, config: BrokerConfig, settings: 
         print(f"reference broker waiting as the replication backup of node {node_id} (handed back)", file=sys.stderr,
               flush=True)
     return 0
+
+
+def _pair_lock(config: BrokerConfig, node_id: str) -> SharedStoreLock | None:
+    """The replication pair's lock under its lock manager (None without one): a file named by the coordination ID
+    (by default the primary's node ID, which a backup serves as) in the manager's locks folder."""
+    manager = config.ha_policy.lock_manager
+    if manager is None:
+        return None
+    return SharedStoreLock(config.resolve_dir(manager.locks_folder), name=f"{manager.coordination_id or node_id}.lock")
+
+
+async def _take_pair_lock(lock: SharedStoreLock, stop: asyncio.Event) -> bool:
+    """Wait for the pair's lock (held by a backup that is active in this primary's place); False: told to stop."""
+    if lock.try_acquire():
+        return True
+    print(f"reference broker waiting for the replication pair's lock {lock.path}", file=sys.stderr, flush=True)
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), _REPLICA_RETRY_S)
+        if lock.try_acquire():
+            return True
+    return False
 
 
 def _replication_peers(config: BrokerConfig) -> list[tuple[str, int]]:
@@ -218,9 +258,11 @@ async def _follow(config: BrokerConfig, settings: BrokerSettings, data: Path, st
     role = settings.cluster
     if role is None:
         raise ConfigError("replication needs a cluster-connection (its credentials and the pair's connectors)")
+    link = config.cluster_connections[0]
     replica = Replica(data / "journal", data / "node-id", user=role.user, password=role.password,
                       name=str(role.connector.params if role.connector else settings.node_id),
-                      file_size=config.journal.journal_file_size)
+                      file_size=config.journal.journal_file_size, check_period_ms=link.check_period,
+                      ttl_ms=link.connection_ttl)
     turn = 0
     holding = False  # the journal holds a live server's whole state (from a stream that ended)
     while not stop.is_set():

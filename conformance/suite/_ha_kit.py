@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -16,7 +17,7 @@ from typing import Literal
 
 from cck.conformance.evidence import CaseEvidence
 from cck.conformance.plugin import Settings
-from cck.conformance.targets import HASpec, ManagedTarget, NodeSpec, Target, Topology
+from cck.conformance.targets import ClusterSpec, HASpec, ManagedTarget, NodeSpec, Target, Topology
 from cck.conformance.verdicts import NotObserved
 from cck.reference.client import ClientSettings, Connection, Connector, connect, connector_of
 
@@ -25,7 +26,7 @@ from ._restart_support import Watch
 
 __all__ = [
     "CASE_S", "FAILOVER_S", "TOPOLOGY_S", "POLICIES", "MakeTarget", "Policy",
-    "acceptor", "backup_learnt", "backup_of_primary", "fail_over", "kill_primary", "on_primary", "pair",
+    "acceptor", "backup_learnt", "backup_of_primary", "fail_over", "kill_primary", "on_primary", "pair", "refuses",
 ]
 
 MakeTarget = Callable[[Topology], Target]
@@ -41,12 +42,20 @@ TOPOLOGY_S = 20.0
 
 
 def pair(make_target: MakeTarget, evidence: CaseEvidence, policy: Policy, *, like: NodeSpec | None = None,
-         allow_failback: bool = True, failover_on_shutdown: bool = False) -> ManagedTarget:
-    """The case's pair, started (primary first), described in the evidence."""
-    # a replication primary that is started again asks whether its backup took over (Artemis needs it to fail back)
+         allow_failback: bool = True, failover_on_shutdown: bool = False, lock_manager: bool = False,
+         cluster: ClusterSpec | None = None, ports: tuple[int, int] | None = None) -> ManagedTarget:
+    """The case's pair, started (primary first), described in the evidence.  ``lock_manager``: replication under
+    the broker's file-based lock manager; ``cluster``: the pair's cluster connection (failure detection, links
+    through proxies); ``ports``: the acceptors' ports, chosen by the caller (who must know them beforehand)."""
+    # a replication primary that is started again asks whether its backup took over (Artemis needs it to fail back);
+    # under a lock manager the lock decides that instead
     ha = HASpec(policy, allow_failback=allow_failback, failover_on_shutdown=failover_on_shutdown,
-                check_for_live_server=policy == "replication")
-    target = make_target(Topology.ha_pair(ha, like=like))
+                check_for_live_server=policy == "replication" and not lock_manager, lock_manager=lock_manager)
+    topology = Topology.ha_pair(ha, cluster, like=like)
+    if ports is not None:
+        topology = dataclasses.replace(topology, nodes=tuple(
+            dataclasses.replace(node, port=port) for node, port in zip(topology.nodes, ports, strict=True)))
+    target = make_target(topology)
     assert isinstance(target, ManagedTarget), f"a managed target was made, got {target!r}"
     evidence.note("target", target.describe())
     return target
@@ -55,6 +64,16 @@ def pair(make_target: MakeTarget, evidence: CaseEvidence, policy: Policy, *, lik
 def acceptor(target: ManagedTarget, node: str) -> Connector:
     spec = target.topology.node(node)
     return Connector(spec.host, spec.port)
+
+
+async def refuses(server: Connector) -> bool:
+    """Whether ``server``'s acceptor refuses a TCP connection (nothing listens there: a passive server)."""
+    try:
+        _, writer = await asyncio.open_connection(server.host, server.port)
+    except OSError:
+        return True
+    writer.close()
+    return False
 
 
 def backup_of_primary(connection: Connection, primary: Connector) -> Connector | None:

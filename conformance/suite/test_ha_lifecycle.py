@@ -30,6 +30,7 @@ from ._ha_kit import (
     kill_primary,
     on_primary,
     pair,
+    refuses,
 )
 from ._kit import (
     QUIET_S,
@@ -165,28 +166,18 @@ SHUTDOWN = tuple(
 )
 
 
-async def _refused(server: Connector) -> bool:
-    """Whether ``server``'s acceptor refuses a TCP connection (nothing listens there)."""
-    try:
-        _, writer = await asyncio.open_connection(server.host, server.port)
-    except OSError:
-        return True
-    writer.close()
-    return False
-
-
 async def _stays_passive(target: ManagedTarget, watch: Watch, since: int, settings: Settings,
                          evidence: CaseEvidence) -> None:
     """The backup does not serve for PASSIVE_S: the client's reconnection ends nowhere and the backup's acceptor
     refuses connections, at the start and at the end of the window."""
     backup = acceptor(target, "node1")
-    refused = [await _refused(backup)]
+    refused = [await refuses(backup)]
     try:
         outcome: str | None = await watch.until(("recreated", "reattached", "gave-up"), settings.deadline(PASSIVE_S),
                                                 since=since)
     except NotObserved:
         outcome = None
-    refused.append(await _refused(backup))
+    refused.append(await refuses(backup))
     evidence.note("passive_window", {"seconds": settings.deadline(PASSIVE_S), "client_outcome": outcome,
                                      "backup_refused": refused, "events": watch.to_json()})
     assert outcome is None, (

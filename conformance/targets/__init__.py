@@ -33,7 +33,15 @@ from ._base import (
     Node,
     Target,
 )
-from ._config import TEMPLATE_DIR, EtcFiles, render_broker_xml, render_etc, write_etc
+from ._config import (
+    LEGACY_LOCK_MANAGER_CLASS,
+    LOCK_MANAGER_CLASS,
+    TEMPLATE_DIR,
+    EtcFiles,
+    render_broker_xml,
+    render_etc,
+    write_etc,
+)
 from ._errors import NodeStartError, NodeStopError, TargetError, UnsupportedByTarget
 from ._factory import TARGET_KINDS, make_target
 from ._netns import netns_unavailable
@@ -101,6 +109,8 @@ __all__ = [
     "ScaleDownSpec",
     # configuration files
     "TEMPLATE_DIR",
+    "LOCK_MANAGER_CLASS",
+    "LEGACY_LOCK_MANAGER_CLASS",
     "EtcFiles",
     "render_broker_xml",
     "render_etc",

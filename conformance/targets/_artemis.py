@@ -19,7 +19,7 @@ from cck.conformance.artemis.distribution import ArtemisError, Distribution, ens
 
 from ._artemis_launch import FAST_START_JAVA_ARGS, LaunchError, LaunchKit, instantiate, prepare_launch_kit
 from ._base import STOP_DEADLINE_S, ManagedNode, ManagedTarget
-from ._config import write_etc
+from ._config import LEGACY_LOCK_MANAGER_CLASS, LOCK_MANAGER_CLASS, write_etc
 from ._errors import NodeStartError, TargetError
 from ._topology import NodeSpec, Topology
 
@@ -39,6 +39,8 @@ def pinned_artemis_versions() -> tuple[str, tuple[str, ...]]:
 
 #: The first Artemis with the cluster connection's topology scanner (ARTEMIS-5382).
 TOPOLOGY_SCANNER_SINCE = (2, 41, 0)
+#: The first Artemis whose file-based lock manager is artemis-lockmanager-ri's (before: artemis-quorum-ri's).
+LOCK_MANAGER_RENAMED = (2, 37, 0)
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -108,8 +110,10 @@ class ArtemisNode(ManagedNode):
         if not (self.instance / "bin" / "artemis").exists():
             assert self.spec.data_dir is not None
             instantiate(kit, self.instance, self.spec.data_dir)
-        write_etc(self.topology, self.name, self.instance / "etc",
-                  topology_scanner=_version_key(self._distribution.version) >= TOPOLOGY_SCANNER_SINCE)
+        version = _version_key(self._distribution.version)
+        write_etc(self.topology, self.name, self.instance / "etc", topology_scanner=version >= TOPOLOGY_SCANNER_SINCE,
+                  lock_manager_class=LOCK_MANAGER_CLASS if version >= LOCK_MANAGER_RENAMED
+                  else LEGACY_LOCK_MANAGER_CLASS)
 
     def _argv(self) -> list[str]:
         return [str(self.instance / "bin" / "artemis"), "run"]

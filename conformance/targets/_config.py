@@ -18,8 +18,11 @@ from cck.conformance._data import fixture
 from ._topology import NodeSpec, SecuritySpec, Topology
 
 __all__ = [
+    "LEGACY_LOCK_MANAGER_CLASS",
+    "LOCK_MANAGER_CLASS",
     "TEMPLATE_DIR",
     "EtcFiles",
+    "locks_folder",
     "render_broker_xml",
     "render_etc",
     "render_login_config",
@@ -31,6 +34,9 @@ __all__ = [
 #: fixtures/brokers: package data, so an installed kit renders the same template
 TEMPLATE_DIR = fixture("brokers")
 BROKER_TEMPLATE = "broker.xml.j2"
+#: Artemis's file-based lock manager from 2.37.0 (artemis-lockmanager-ri); before, artemis-quorum-ri's
+LOCK_MANAGER_CLASS = "org.apache.activemq.artemis.lockmanager.file.FileBasedLockManager"
+LEGACY_LOCK_MANAGER_CLASS = "org.apache.activemq.artemis.quorum.file.FileBasedPrimitiveManager"
 USERS_FILE = "artemis-users.properties"
 ROLES_FILE = "artemis-roles.properties"
 _JAAS = "org.apache.activemq.artemis.spi.core.security.jaas."
@@ -82,18 +88,37 @@ def _scanner_attempts(topology: Topology, topology_scanner: bool) -> int | None:
     return None
 
 
+def _locks_folder_of(topology: Topology, node: str) -> Path | None:
+    """The locks folder of ``node``'s pair when it has a lock manager."""
+    if topology.ha is None or not topology.ha.lock_manager:
+        return None
+    role = topology.ha.role_of(node)
+    if role is None:
+        return None
+    return locks_folder(topology, node if role[0] == "primary" else role[1])
+
+
 def _ha_role(topology: Topology, node: str) -> str | None:
     """``primary``, ``backup``, or None for a node in no HA pair."""
     role = topology.ha.role_of(node) if topology.ha is not None else None
     return role[0] if role is not None else None
 
 
+def locks_folder(topology: Topology, primary: str) -> Path:
+    """The locks folder of the pair whose primary is ``primary`` under a lock manager: beside the primary's data
+    directory (both servers of a managed pair share the machine, as the file-based lock manager needs)."""
+    data = topology.node(primary).data_dir
+    assert data is not None, "a resolved topology"
+    return data.parent / "locks"
+
+
 def render_broker_xml(topology: Topology, node: str, *, template_dir: Path = TEMPLATE_DIR,
-                      topology_scanner: bool = True) -> str:
+                      topology_scanner: bool = True, lock_manager_class: str = LOCK_MANAGER_CLASS) -> str:
     """broker.xml for ``node`` of a resolved topology (ports and data directories set).
 
     ``topology_scanner``: whether the broker has Artemis's topology scanner (2.41.0+); without it, its
-    element is left out (the XSD of older versions does not have it).
+    element is left out (the XSD of older versions does not have it).  ``lock_manager_class``: the
+    broker's file-based lock manager (renamed in 2.37.0), for an HA pair under a lock manager.
 
     The result is parsed once with lxml, so a template error surfaces here as a ValueError
     naming the line rather than as a broker that will not start."""
@@ -117,6 +142,8 @@ def render_broker_xml(topology: Topology, node: str, *, template_dir: Path = TEM
         scale_down_discovery=scale_down.uses_discovery(cluster.discovery) if scale_down and cluster else False,
         topology_scanner_attempts=_scanner_attempts(topology, topology_scanner),
         ha=topology.ha, ha_role=_ha_role(topology, node),
+        peer_urls={peer: url for name, peer, url in cluster.via if name == node} if cluster else {},
+        lock_manager_class=lock_manager_class, locks_folder=_locks_folder_of(topology, node),
     )
     try:
         etree.fromstring(text.encode("utf-8"), etree.XMLParser(resolve_entities=False, no_network=True))
@@ -181,10 +208,11 @@ def render_roles(security: SecuritySpec) -> str:
 
 
 def render_etc(topology: Topology, node: str, *, template_dir: Path = TEMPLATE_DIR,
-               topology_scanner: bool = True) -> EtcFiles:
+               topology_scanner: bool = True, lock_manager_class: str = LOCK_MANAGER_CLASS) -> EtcFiles:
     security = topology.security
     return EtcFiles(
-        broker_xml=render_broker_xml(topology, node, template_dir=template_dir, topology_scanner=topology_scanner),
+        broker_xml=render_broker_xml(topology, node, template_dir=template_dir, topology_scanner=topology_scanner,
+                                     lock_manager_class=lock_manager_class),
         login_config=render_login_config(security),
         users=render_users(security),
         roles=render_roles(security),
@@ -192,12 +220,17 @@ def render_etc(topology: Topology, node: str, *, template_dir: Path = TEMPLATE_D
 
 
 def write_etc(topology: Topology, node: str, etc: Path, *, template_dir: Path = TEMPLATE_DIR,
-              topology_scanner: bool = True) -> Path:
+              topology_scanner: bool = True, lock_manager_class: str = LOCK_MANAGER_CLASS) -> Path:
     """Write (replace) the node's configuration files in ``etc``; return the broker.xml path.
 
     The security files are replaced too, so an instance's own generated users (with hashed
     passwords the reference broker cannot check) never differ from the topology's."""
     etc.mkdir(parents=True, exist_ok=True)
-    for name, text in render_etc(topology, node, template_dir=template_dir, topology_scanner=topology_scanner).items():
+    locks = _locks_folder_of(topology, node)
+    if locks is not None:
+        locks.mkdir(parents=True, exist_ok=True)  # Artemis's file-based lock manager expects it to exist
+    files = render_etc(topology, node, template_dir=template_dir, topology_scanner=topology_scanner,
+                       lock_manager_class=lock_manager_class)
+    for name, text in files.items():
         (etc / name).write_text(text, encoding="utf-8")
     return etc / "broker.xml"

@@ -185,10 +185,19 @@ class HASpec:
     allow_failback: bool = True
     failover_on_shutdown: bool = False
     check_for_live_server: bool = False
+    #: replication under a pluggable lock manager (Artemis's file-based one, ``locks-folder`` shared by the pair):
+    #: only the server that holds the pair's lock is active.  Rendered ``<primary>``/``<backup>`` with
+    #: ``<manager>`` (both 2.28.0 and 2.44.0 read that as the lock-manager policy); check-for-live-server does
+    #: not apply to it.
+    lock_manager: bool = False
 
     def __post_init__(self) -> None:
         _check(self.policy in ("shared-store", "replication"),
                f"HA policy {self.policy!r} is not 'shared-store' or 'replication'")
+        _check(not self.lock_manager or self.policy == "replication",
+               "a lock manager is a replication setting (a shared store's lock is the store's own)")
+        _check(not (self.lock_manager and self.check_for_live_server),
+               "check-for-live-server is not a setting of a replication pair under a lock manager")
         _check(bool(self.pairs), "an HA spec needs at least one (primary, backup) pair")
         named = [n for pair in self.pairs for n in pair]
         _check(len(named) == len(set(named)), f"a node is in more than one HA pair, or paired with itself: {named}")
@@ -289,9 +298,21 @@ class ClusterSpec:
     #: times (-1 until none is missing, 0 off).  None leaves the broker's default (30); brokers without a scanner
     #: (older Artemis, the reference broker) only take None or 0.
     topology_scanner_attempts: int | None = None
+    #: the cluster connection's failure detection (``<check-period>``, ``<connection-ttl>``); None: the broker's
+    #: defaults (30 s and 60 s).  A replication backup judges its primary lost by the same TTL.
+    check_period_ms: int | None = None
+    connection_ttl_ms: int | None = None
+    #: ``(node, peer, url)``: ``node`` reaches ``peer`` through ``url`` instead of the peer's acceptor (a fault
+    #: proxy standing on that link, so a case can partition the servers while it still reaches each of them)
+    via: tuple[tuple[str, str, str], ...] = ()
 
     def __post_init__(self) -> None:
         _check(self.max_hops >= 0, "max_hops must be >= 0")
+        for what, value in (("check_period_ms", self.check_period_ms), ("connection_ttl_ms", self.connection_ttl_ms)):
+            _check(value is None or value > 0, f"{what} must be > 0 (or None: the broker's default), not {value}")
+        links = [(node, peer) for node, peer, _ in self.via]
+        _check(len(links) == len(set(links)), f"a link is given twice in via: {links}")
+        _check(all(node != peer for node, peer in links), f"a node cannot reach itself through via: {links}")
         _check(isinstance(self.retry_interval_multiplier, int | float)
                and math.isfinite(self.retry_interval_multiplier) and self.retry_interval_multiplier > 0,
                f"retry_interval_multiplier must be a finite number > 0, not {self.retry_interval_multiplier!r}")
@@ -421,6 +442,7 @@ class Topology:
             named = [n for link in self.cluster.links or () for n in link]
             named += [n for n, _ in self.cluster.passwords]
             named += [n for s in self.cluster.scale_down for n in (s.node, *(s.targets or ()))]
+            named += [n for node, peer, _ in self.cluster.via for n in (node, peer)]
             unknown = sorted({n for n in named if n not in known})
             _check(not unknown, f"the cluster names node(s) {', '.join(unknown)} that the topology does not have "
                                 f"(nodes: {', '.join(names)})")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from ._errors import ConfigError, ConfigWarning
 from ._model import (
+    FILE_LOCK_MANAGERS,
     Acceptor,
     AddressConfig,
     AddressFullPolicy,
@@ -35,6 +36,7 @@ from ._model import (
     HAPolicy,
     JournalConfig,
     JournalType,
+    LockManager,
     LoginConfig,
     LoginFlag,
     LoginModule,
@@ -79,7 +81,9 @@ __all__ = [
     "DiscoveryGroup",
     "ClusterConnection",
     "MessageLoadBalancing",
+    "FILE_LOCK_MANAGERS",
     "HAPolicy",
+    "LockManager",
     "ScaleDown",
     "LoginConfig",
     "LoginModule",

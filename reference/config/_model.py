@@ -437,6 +437,24 @@ class ScaleDown:
     connectors: tuple[str, ...] = ()
 
 
+#: The file-based lock managers Artemis ships (2.37+: artemis-lockmanager-ri; before: artemis-quorum-ri); the
+#: reference broker implements their locks-folder semantics under either name.
+FILE_LOCK_MANAGERS = (
+    "org.apache.activemq.artemis.lockmanager.file.FileBasedLockManager",
+    "org.apache.activemq.artemis.quorum.file.FileBasedPrimitiveManager",
+)
+
+
+@dataclass(frozen=True)
+class LockManager:
+    """``<manager>`` of a replication ``primary``/``backup`` (Artemis's pluggable lock manager): the server that
+    holds the pair's lock, a file named by the coordination ID in ``locks_folder``, is the active one."""
+
+    class_name: str
+    locks_folder: str
+    coordination_id: str | None = None
+
+
 @dataclass(frozen=True)
 class HAPolicy:
     """``<ha-policy>``: ``kind`` is ``live-only`` (``primary-only``), ``shared-store`` or ``replication``; ``role``
@@ -458,6 +476,8 @@ class HAPolicy:
     group_name: str | None = None
     cluster_name: str | None = None
     initial_replication_sync_timeout_ms: int = 30000
+    # replication with a pluggable lock manager (``<manager>``): only the holder of its lock is active
+    lock_manager: LockManager | None = None
 
     @property
     def is_backup(self) -> bool:

@@ -18,6 +18,7 @@ from lxml import etree
 from ._errors import ConfigError, ConfigWarning
 from ._login import load_login_config
 from ._model import (
+    FILE_LOCK_MANAGERS,
     Acceptor,
     AddressConfig,
     AddressFullPolicy,
@@ -30,6 +31,7 @@ from ._model import (
     HAPolicy,
     JournalConfig,
     JournalType,
+    LockManager,
     MessageLoadBalancing,
     Permission,
     QueueConfig,
@@ -598,9 +600,36 @@ class _Parser:
                 group_name=node.opt_str_of("group-name"),
                 cluster_name=node.opt_str_of("cluster-name"),
                 initial_replication_sync_timeout_ms=node.long_of("initial-replication-sync-timeout", 30000, "gt0"),
+                lock_manager=self._lock_manager(node),
             )
         node.finish()
         return policy
+
+    def _lock_manager(self, role: Node) -> LockManager | None:
+        """``<manager>``: Artemis's file-based lock manager (either class name) with its ``locks-folder``
+        property; ``<coordination-id>`` (the primary's) names the lock."""
+        manager = role.child("manager")
+        if manager is None:
+            return None
+        class_name = manager.str_of("class-name", FILE_LOCK_MANAGERS[0], non_empty=True)
+        if class_name not in FILE_LOCK_MANAGERS:
+            raise manager.error("is not a lock manager the reference broker has (it has the file-based one: "
+                                + " or ".join(FILE_LOCK_MANAGERS) + ")", class_name)
+        folder: str | None = None
+        properties = manager.child("properties")
+        if properties is not None:
+            for prop in properties.children("property"):
+                key, value = prop.required_attr("key"), prop.required_attr("value")
+                if key == "locks-folder":
+                    folder = value
+                else:
+                    prop.warn(f"lock manager property {key!r} is not used by the reference broker")
+                prop.finish()
+            properties.finish()
+        if not folder:
+            raise manager.error("the file-based lock manager needs the property locks-folder", class_name)
+        manager.finish()
+        return LockManager(class_name, folder, role.opt_str_of("coordination-id"))
 
     def _scale_down(self, kind: Node, connectors: set[str], discovery: set[str]) -> ScaleDown | None:
         sd = kind.child("scale-down")

@@ -23,10 +23,11 @@ PAUSED = "paused"
 
 
 class SharedStoreLock:
-    """``server.lock`` in ``directory``; :meth:`try_acquire` never blocks."""
+    """``server.lock`` (or ``name``) in ``directory``; :meth:`try_acquire` never blocks.  The same kind of lock,
+    under another name, is a replication pair's lock in its lock manager's locks folder."""
 
-    def __init__(self, directory: Path) -> None:
-        self.path = directory / "server.lock"
+    def __init__(self, directory: Path, *, name: str = "server.lock") -> None:
+        self.path = directory / name
         self.paused_path = directory / PAUSED
         self._fd: int | None = None
 

@@ -43,7 +43,6 @@ __all__ = ["Replica", "ReplicaEnd"]
 LOG = logging.getLogger("cck.reference.ha")
 
 _CLUSTER_CHANNEL = 3
-_TTL_MS = 30_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +63,17 @@ class Replica:
     ID.  One :meth:`follow` at a time."""
 
     def __init__(self, journal_dir: Path, node_id_file: Path, *, user: str, password: str, name: str,
-                 file_size: int = 10 * 1024 * 1024) -> None:
+                 file_size: int = 10 * 1024 * 1024, check_period_ms: int = 30_000, ttl_ms: int = 60_000) -> None:
         self.journal_dir = journal_dir
         self.node_id_file = node_id_file
         self.user = user
         self.password = password
         self.name = name
         self.file_size = file_size
+        # the cluster connection's failure detection: a ping every check period, and a primary that sent nothing
+        # for a whole TTL (a partition, a hung host: no FIN ever comes) is lost
+        self.check_period_ms = check_period_ms
+        self.ttl_ms = ttl_ms
         #: Set once the journal holds the primary's whole live state (the backup may take over from then on).
         self.synced = asyncio.Event()
         self.stored = 0  # records of the current stream made durable
@@ -85,12 +88,16 @@ class Replica:
             return ReplicaEnd("refused", False, detail=str(exc))
         journal: Journal | None = None
         node_id = ""
+        pinger = asyncio.ensure_future(self._ping(writer))
         try:
-            writer.write(PREAMBLE + encode_packet(Ping(_TTL_MS), 0)
+            writer.write(PREAMBLE + encode_packet(Ping(self.ttl_ms), 0)
                          + encode_packet(ClusterConnectMessage(self.user, self.password), _CLUSTER_CHANNEL))
             decoder = FrameDecoder()
             while True:
-                data = await reader.read(1024 * 1024)
+                try:
+                    data = await asyncio.wait_for(reader.read(1024 * 1024), self.ttl_ms / 1000)
+                except TimeoutError:
+                    return self._end("lost", f"nothing from the primary for the connection TTL ({self.ttl_ms} ms)")
                 if not data:
                     return self._end("lost", "the primary closed the connection")
                 decoder.feed(data)
@@ -125,6 +132,7 @@ class Replica:
         except (OSError, CodecError, JournalError) as exc:
             return self._end("lost", f"{type(exc).__name__}: {exc}")
         finally:
+            pinger.cancel()
             if journal is not None:
                 with contextlib.suppress(JournalError, OSError):
                     journal.close()
@@ -132,6 +140,14 @@ class Replica:
                     self._put_back()
             writer.close()  # not waited for: the primary may be busy stopping, and this server has its own work
 
+
+    async def _ping(self, writer: asyncio.StreamWriter) -> None:
+        """A ping every check period: the primary answers each, so a live one is never silent for a TTL."""
+        while True:
+            await asyncio.sleep(self.check_period_ms / 1000)
+            if writer.is_closing():
+                return
+            writer.write(encode_packet(Ping(self.ttl_ms), 0))
 
     def _end(self, how: Literal["refused", "lost", "stopped"], detail: str, *, failover: bool = False) -> ReplicaEnd:
         end = ReplicaEnd(how, self.synced.is_set(), failover, detail)

@@ -24,6 +24,7 @@ from typing import Protocol
 from cck.codec import (
     CodecError,
     FrameDecoder,
+    Ping,
     ReplicaAck,
     ReplicaBegin,
     ReplicaRecords,
@@ -131,7 +132,9 @@ class ReplicationSource:
                         LOG.info("backup synchronised", extra={"backup": self.name, "records": self._acked})
                         if self._synced_callback is not None:
                             self._synced_callback(self)
-                # anything else (a ping) needs no answer on a replication connection
+                elif isinstance(frame.packet, Ping):
+                    # answered, so the backup sees this primary alive even when there is nothing to replicate
+                    self._transport.write(encode_packet(Ping(frame.packet.connection_ttl), 0))
         except CodecError as exc:
             LOG.warning("bad input from a backup; dropping it", extra={"backup": self.name, "detail": str(exc)})
             self.drop()

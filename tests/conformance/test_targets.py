@@ -26,6 +26,7 @@ from cck.codec import CoreMessage
 from cck.conformance.targets import (
     ALL_CAPABILITIES,
     KILL,
+    LEGACY_LOCK_MANAGER_CLASS,
     AddressSetting,
     AddressSpec,
     ArtemisTarget,
@@ -134,6 +135,11 @@ TOPOLOGIES = {
     "scale-down-udp-of-2": Topology.cluster_of(2, ClusterSpec(discovery="udp", scale_down=(ScaleDownSpec("node1"),))),
     "ha-shared-store-pair": Topology.ha_pair(HASpec(failover_on_shutdown=True)),
     "ha-replication-pair": Topology.ha_pair(HASpec("replication", allow_failback=False, check_for_live_server=True)),
+    # the split-brain cases' pair: a lock manager, fast failure detection, each server reaching the other by a proxy
+    "ha-lock-manager-pair-through-proxies": Topology.ha_pair(
+        HASpec("replication", lock_manager=True),
+        ClusterSpec(check_period_ms=1000, connection_ttl_ms=4000,
+                    via=(("node0", "node1", "tcp://127.0.0.1:1101"), ("node1", "node0", "tcp://127.0.0.1:1100")))),
 }
 
 
@@ -284,6 +290,32 @@ def test_topology_scanner_attempts_render_only_where_the_broker_has_a_scanner(tm
         scanner(ClusterSpec(topology_scanner_attempts=5), has_scanner=False)
     with pytest.raises(ValueError, match="topology_scanner_attempts must be -1"):
         ClusterSpec(topology_scanner_attempts=-2)
+
+
+def test_a_pair_under_a_lock_manager_reaching_each_other_through_proxies(tmp_path: Path) -> None:
+    topology = _resolved(TOPOLOGIES["ha-lock-manager-pair-through-proxies"], tmp_path)
+    primary_data = topology.node("node0").data_dir
+    assert primary_data is not None
+    for node, peer, proxy in (("node0", "node1", "tcp://127.0.0.1:1101"), ("node1", "node0", "tcp://127.0.0.1:1100")):
+        config = load_config(write_etc(topology, node, tmp_path / node / "etc"))
+        connectors = {c.name: f"tcp://{c.host}:{c.port}" for c in config.connectors}
+        assert connectors == {node: topology.node(node).url, peer: proxy}  # its own acceptor, the peer by the proxy
+        [cluster] = config.cluster_connections
+        assert (cluster.check_period, cluster.connection_ttl) == (1000, 4000)
+        lock = config.ha_policy.lock_manager
+        assert lock is not None
+        assert lock.locks_folder == str(primary_data.parent / "locks")  # one folder for the pair, made beforehand
+        assert (primary_data.parent / "locks").is_dir()
+    legacy = render_broker_xml(topology, "node1", lock_manager_class=LEGACY_LOCK_MANAGER_CLASS)
+    assert f"<class-name>{LEGACY_LOCK_MANAGER_CLASS}</class-name>" in legacy
+    assert "<backup>" in legacy
+    assert "<slave>" not in legacy  # the lock-manager policy is only spelt primary/backup
+    with pytest.raises(ValueError, match="a lock manager is a replication setting"):
+        HASpec("shared-store", lock_manager=True)
+    with pytest.raises(ValueError, match="a link is given twice"):
+        ClusterSpec(via=(("node0", "node1", "tcp://a:1"), ("node0", "node1", "tcp://b:2")))
+    with pytest.raises(ValueError, match="the cluster names node"):
+        Topology.ha_pair(cluster=ClusterSpec(via=(("node0", "node7", "tcp://a:1"),)))
 
 
 def test_scale_down_renders_a_live_only_ha_policy_per_node(tmp_path: Path) -> None:

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from cck.reference.config import (
+    FILE_LOCK_MANAGERS,
     ConfigError,
     HAPolicy,
+    LockManager,
     MessageLoadBalancing,
     ScaleDown,
     load_config,
@@ -203,6 +205,32 @@ def test_paired_ha_policies_in_both_spellings(body: str, expected: HAPolicy) -> 
     assert config.ha_policy == expected
     assert config.warnings == ()
     assert config.ha_policy.is_backup == (expected.role == "backup")
+
+
+_MANAGER = ("<manager><class-name>{cls}</class-name><properties><property key=\"locks-folder\" value=\"locks\"/>"
+            "</properties></manager>")
+
+
+@pytest.mark.parametrize("class_name", FILE_LOCK_MANAGERS)
+def test_a_replication_pair_under_a_lock_manager(class_name: str) -> None:
+    manager = _MANAGER.format(cls=class_name)
+    primary = parse_broker_xml(_core(f"<ha-policy><replication><primary>{manager}<coordination-id>pair-a"
+                                     "</coordination-id></primary></replication></ha-policy>"))
+    assert primary.ha_policy.lock_manager == LockManager(class_name, "locks", "pair-a")
+    assert primary.warnings == ()
+    backup = parse_broker_xml(_core(f"<ha-policy><replication><backup>{manager}</backup></replication></ha-policy>"))
+    assert backup.ha_policy.is_backup
+    assert backup.ha_policy.lock_manager == LockManager(class_name, "locks")
+
+
+@pytest.mark.parametrize(("manager", "named"), [
+    ("<manager><class-name>org.example.EtcdLockManager</class-name></manager>", "org.example.EtcdLockManager"),
+    ("<manager><class-name>" + FILE_LOCK_MANAGERS[0] + "</class-name></manager>", "locks-folder"),
+], ids=["unknown-class", "no-locks-folder"])
+def test_a_lock_manager_the_reference_broker_cannot_run_is_an_error(manager: str, named: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_broker_xml(_core(f"<ha-policy><replication><primary>{manager}</primary></replication></ha-policy>"))
+    assert named in str(info.value)
 
 
 def test_options_the_reference_broker_does_not_use_are_warned() -> None:

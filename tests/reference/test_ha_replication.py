@@ -267,3 +267,44 @@ def _records_of_a_journal(directory: Path) -> list[bytes]:
     journal.add(7, 1, b"the primary's record")
     journal.close()
     return sent
+
+
+def test_a_primary_that_answers_pings_is_followed_past_the_ttl_and_a_silent_one_is_lost(tmp_path: Path) -> None:
+    """The backup pings every check period and judges its primary by the TTL: a real primary answers (the stream
+    lives on with nothing to replicate); one that goes silent without closing (a partition) is lost, its state
+    kept."""
+    ttl_ms = 400
+
+    async def silent_primary(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(4096)  # the preamble, a ping, the cluster login
+        writer.write(encode_packet(ClusterConnectReplyMessage(True), 3))
+        await reader.read(4096)  # the subscription
+        writer.write(encode_packet(ReplicaBegin("silent-node"), 3) + encode_packet(ReplicaRecords(0, True, b""), 3))
+        await writer.drain()
+        await asyncio.sleep(DEADLINE_S)  # then nothing more, and the connection stays open
+
+    async def scenario() -> tuple[bool, ReplicaEnd, float]:
+        async with primary(tmp_path / "primary") as (server, _):
+            replica = Replica(tmp_path / "live" / "journal", tmp_path / "live" / "node-id", user=USER,
+                              password=PASSWORD, name="test-backup", check_period_ms=100, ttl_ms=ttl_ms)
+            following = asyncio.ensure_future(replica.follow("127.0.0.1", server.bound_port))
+            await within(replica.synced.wait())
+            done, _ = await asyncio.wait([following], timeout=4 * ttl_ms / 1000)
+            alive = not done
+        await within(following)  # the primary stopped under it
+        silent = await asyncio.start_server(silent_primary, "127.0.0.1", 0)
+        try:
+            replica = Replica(tmp_path / "silent" / "journal", tmp_path / "silent" / "node-id", user=USER,
+                              password=PASSWORD, name="test-backup", check_period_ms=100, ttl_ms=ttl_ms)
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            end = await within(replica.follow("127.0.0.1", silent.sockets[0].getsockname()[1]))
+            return alive, end, loop.time() - started
+        finally:
+            silent.close()
+
+    alive, end, took_s = asyncio.run(scenario())
+    assert alive, "a primary that answers pings was judged lost within four TTLs"
+    assert (end.how, end.synced) == ("lost", True)
+    assert "TTL" in end.detail
+    assert ttl_ms / 1000 <= took_s < DEADLINE_S
