@@ -95,7 +95,7 @@ from ._packets.control import (
     SubscribeClusterTopologyUpdatesMessage,
     SubscribeClusterTopologyUpdatesMessageV2,
 )
-from ._packets.kit import ReplicaAck, ReplicaBegin, ReplicaRecords, ReplicaStopping, ReplicaSubscribe
+from ._packets.kit import ReplicaAck, ReplicaBegin, ReplicaInput, ReplicaRecords, ReplicaStopping, ReplicaSubscribe
 from ._packets.messages import (
     SessionReceiveContinuationMessage,
     SessionReceiveLargeMessage,
@@ -246,6 +246,7 @@ __all__ = [
     "KIT_PACKET_CLASSES",
     "ReplicaAck",
     "ReplicaBegin",
+    "ReplicaInput",
     "ReplicaRecords",
     "ReplicaStopping",
     "ReplicaSubscribe",

@@ -149,6 +149,7 @@ class PacketType(IntEnum):
     KIT_REPLICA_RECORDS = -126
     KIT_REPLICA_ACK = -125
     KIT_REPLICA_STOPPING = -124
+    KIT_REPLICA_INPUT = -123
 
 
 class ExceptionType(IntEnum):

@@ -120,7 +120,8 @@ PACKET_CLASSES: dict[PacketType, type[Packet]] = {
 #: outside the table the Artemis vectors must cover.
 KIT_PACKET_CLASSES: dict[PacketType, type[Packet]] = {
     cls.TYPE: cls
-    for cls in (_kit.ReplicaSubscribe, _kit.ReplicaBegin, _kit.ReplicaRecords, _kit.ReplicaAck, _kit.ReplicaStopping)
+    for cls in (_kit.ReplicaSubscribe, _kit.ReplicaBegin, _kit.ReplicaRecords, _kit.ReplicaAck, _kit.ReplicaStopping,
+                _kit.ReplicaInput)
 }
 
 _BY_CODE: dict[int, type[Packet]] = {int(k): v for k, v in (PACKET_CLASSES | KIT_PACKET_CLASSES).items()}

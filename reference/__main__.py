@@ -13,15 +13,16 @@ import time
 import uuid
 from pathlib import Path
 
-from cck.codec import PREAMBLE, Ping, encode_packet
+from cck.codec import PREAMBLE, Ping, ReplicaBegin, encode_packet
 from cck.codec import RoutingType as WireRoutingType
 
+from ._clock import monotonic_ms
 from ._logging import configure_logging
 from ._server import BrokerServer
-from .broker import BrokerCore, BrokerSettings, JournalStorage, Queue, open_journal
+from .broker import BrokerCore, BrokerSettings, JournalStorage, MirrorPoint, Queue, open_journal
 from .cluster import UdpGroups, cluster_role, scale_down, start_cluster
 from .config import BrokerConfig, ConfigError, SecurityModel, default_config, load_config
-from .ha import BackupAnnouncer, Replica, ReplicaEnd, Replication, SharedStoreActivation, SharedStoreLock
+from .ha import BackupAnnouncer, Mirror, Replica, ReplicaEnd, Replication, SharedStoreActivation, SharedStoreLock
 from .journal import JournalError
 
 LOG = logging.getLogger("cck.reference")
@@ -48,6 +49,10 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
                         "or ./data)")
     broker.add_argument("--non-persistent", action="store_true",
                         help="keep everything in memory (no journal; nothing survives a restart)")
+    broker.add_argument("--transparent-resume", action="store_true",
+                        help="replication: mirror this server's sessions to its backup, so that clients failing "
+                        "over to it resume their sessions instead of recreating them (spec 004; a reference "
+                        "broker extension, needed on both servers of the pair; see docs/reference-broker.md)")
     broker.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
 
@@ -177,6 +182,7 @@ async def _replicated(args: argparse.Namespace, config: BrokerConfig, settings: 
             end = await _follow(config, settings, data, stop, peers, once=True)
             if end is None:
                 return 0
+            _close_mirror(end)  # a primary starts on the journal it took: no client had a session on it yet
             if end.how != "refused" and not end.synced:
                 LOG.warning("the live server's state could not be taken in full; activating on this server's own "
                             "journal", extra={"how": end.how, "detail": end.detail})
@@ -201,13 +207,15 @@ async def _replicated(args: argparse.Namespace, config: BrokerConfig, settings: 
             # of a partition, and activating would make two active servers (a split brain)
             LOG.warning("the primary is unreachable but still holds the pair's lock: not activating; following it "
                         "again", extra={"node": node_id, "lock": str(lock.path), "how": end.how})
+            _close_mirror(end)
             continue
         LOG.info("the primary is gone: taking over", extra={"node": node_id, "how": end.how})
         failback = asyncio.Event()
         try:
             code = await _serve(args, config, dataclasses.replace(settings, node_id=node_id,
                                                                   cluster=cluster_role(config, node_id)),
-                                data, stop, failback if policy.allow_failback else None, replicate=True)
+                                data, stop, failback if policy.allow_failback else None, replicate=True,
+                                mirror=end.mirror)
         finally:
             if lock is not None:
                 lock.release()
@@ -262,7 +270,7 @@ async def _follow(config: BrokerConfig, settings: BrokerSettings, data: Path, st
     replica = Replica(data / "journal", data / "node-id", user=role.user, password=role.password,
                       name=str(role.connector.params if role.connector else settings.node_id),
                       file_size=config.journal.journal_file_size, check_period_ms=link.check_period,
-                      ttl_ms=link.connection_ttl)
+                      ttl_ms=link.connection_ttl, make_mirror=lambda begin: _mirror_core(config, settings, data, begin))
     turn = 0
     holding = False  # the journal holds a live server's whole state (from a stream that ended)
     while not stop.is_set():
@@ -294,6 +302,7 @@ async def _follow(config: BrokerConfig, settings: BrokerSettings, data: Path, st
         end = following.result()
         if end.how == "refused" and holding:
             # the primary that ended the stream while still answering is gone now: the state held is the last
+            _close_mirror(end)
             return ReplicaEnd("lost", True, detail=f"the primary no longer answers: {end.detail}")
         holding = end.synced or (holding and end.how == "refused")
         if end.how == "lost" and end.synced and not once and await _answers(host, port):
@@ -301,14 +310,34 @@ async def _follow(config: BrokerConfig, settings: BrokerSettings, data: Path, st
             # active servers; follow it again instead
             LOG.warning("the primary ended the replication but still answers: following it again",
                         extra={"detail": end.detail})
+            _close_mirror(end)
             continue
         if once or (end.synced and (end.how == "lost" or (end.how == "stopped" and end.failover))):
-            return end
+            return end  # its mirror, if any, is the caller's
+        _close_mirror(end)
         if end.how == "stopped":
             LOG.info("the primary stopped without handing over: waiting for it to come back")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), _REPLICA_RETRY_S)
     return None
+
+
+def _close_mirror(end: ReplicaEnd) -> None:
+    """A stream's end that is not taken over with: its mirror (the journal it holds open) is closed; what it
+    wrote stays, for a later take-over from the journal alone."""
+    if end.mirror is not None:
+        end.mirror.close()
+
+
+def _mirror_core(config: BrokerConfig, settings: BrokerSettings, data: Path, begin: ReplicaBegin) -> Mirror:
+    """A core recovered from the journal the primary's live state was just written into, set to the primary's
+    counters: the mirror its inputs go to from now on (``reference/ha/_mirror.py``)."""
+    mirrored = dataclasses.replace(settings, node_id=begin.node_id, cluster=cluster_role(config, begin.node_id),
+                                   accept_replicas=True)
+    core, storage = _open_core(config, mirrored, data)
+    assert storage is not None, "replication keeps a journal"
+    core.continue_from(MirrorPoint(begin.next_id, begin.ttl_check_at_ms, begin.tx_scan_at_ms))
+    return Mirror(core, storage)
 
 
 #: How long a replication backup waits before it tries its primary again.
@@ -334,22 +363,11 @@ async def _answers(host: str, port: int) -> bool:
         writer.close()
 
 
-async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: BrokerSettings, data: Path,
-                 stop: asyncio.Event, failback: asyncio.Event | None, *, replicate: bool = False) -> int:
-    """Serve until ``stop`` (a graceful stop: DISCONNECT to the clients, scale-down if configured) or ``failback``
-    (the store goes back to the primary: DISCONNECT too, and the clients fail over to the primary they know as
-    this server's backup; Artemis's backup stops the same way, ActiveMQServerImpl.stop freezing the connections)."""
-    acceptor = next((a for a in config.acceptors if a.protocols is None or "CORE" in a.protocols), None)
-    host = args.host or (acceptor.host if acceptor else "127.0.0.1")
-    port = args.port if args.port is not None else (acceptor.port if acceptor else 61616)
-    # Built before anything starts: a group that cannot work is a ConfigError.  The cluster
-    # connections subscribe to ``udp_groups.discovery[name]``.
-    udp_groups = UdpGroups(config, settings.node_id)
+def _open_core(config: BrokerConfig, settings: BrokerSettings, data: Path, *,
+               persistent: bool = True) -> tuple[BrokerCore, JournalStorage | None]:
+    """The core on its recovered journal (or in memory), with the addresses broker.xml declares."""
     wall_clock = lambda: int(time.time() * 1000)  # noqa: E731 - a one-line clock
     storage: JournalStorage | None = None
-    persistent = not args.non_persistent and config.journal.persistence_enabled
-    if replicate and persistent:
-        settings = dataclasses.replace(settings, accept_replicas=True)
     if not persistent:
         core = BrokerCore(settings, wall_clock_ms=wall_clock)
     else:
@@ -363,14 +381,51 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: Broke
         journal.compact()
         LOG.info("recovered", extra=vars(report))
     _declare_addresses(core, config)
+    return core, storage
+
+
+async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: BrokerSettings, data: Path,
+                 stop: asyncio.Event, failback: asyncio.Event | None, *, replicate: bool = False,
+                 mirror: Mirror | None = None) -> int:
+    """Serve until ``stop`` (a graceful stop: DISCONNECT to the clients, scale-down if configured) or ``failback``
+    (the store goes back to the primary: DISCONNECT too, and the clients fail over to the primary they know as
+    this server's backup; Artemis's backup stops the same way, ActiveMQServerImpl.stop freezing the connections)."""
+    acceptor = next((a for a in config.acceptors if a.protocols is None or "CORE" in a.protocols), None)
+    host = args.host or (acceptor.host if acceptor else "127.0.0.1")
+    port = args.port if args.port is not None else (acceptor.port if acceptor else 61616)
+    # Built before anything starts: a group that cannot work is a ConfigError.  The cluster
+    # connections subscribe to ``udp_groups.discovery[name]``.
+    udp_groups = UdpGroups(config, settings.node_id)
+    persistent = not args.non_persistent and config.journal.persistence_enabled
+    if replicate and persistent:
+        settings = dataclasses.replace(settings, accept_replicas=True)
+    clock = monotonic_ms
+    first_conn_id = 1
+    if mirror is not None:
+        # the primary's sessions, ready for their clients to reattach; the mirror ran on the primary's clock, and
+        # its deadlines are in it: this server's clock goes on from the primary's last time (same host: no change)
+        core, mirrored_storage = mirror.core, mirror.storage
+        storage: JournalStorage | None = mirrored_storage
+        offset = max(0, mirror.now_ms - monotonic_ms())
+        clock = lambda: monotonic_ms() + offset  # noqa: E731 - the primary's time base
+        mirror.take_over(clock())
+        first_conn_id = mirror.highest_conn_id + 1
+    else:
+        core, storage = _open_core(config, settings, data, persistent=persistent)
     # a backup that took over hands back (``failback``) once the primary that came back holds its state and has
     # announced itself as its backup (the clients then know where to go)
     handing_over = _HandBack(core, failback) if replicate and failback is not None else None
+    # mirroring (--transparent-resume) is offered to a backup that subscribes before any session was opened here
+    mirror_point = ((lambda: core.mirror_point() if core.sessions.opened == 0 else None)
+                    if args.transparent_resume else None)
     replication = (Replication(storage.begin_sync, storage.journal, settings.node_id,
-                               synced=handing_over.synced if handing_over is not None else None)
+                               synced=handing_over.synced if handing_over is not None else None, mirror=mirror_point)
                    if replicate and storage is not None else None)
-    server = BrokerServer(core, host, port, group_commit=replication or storage,
-                          hand_over=replication.accept if replication is not None else None)
+    server = BrokerServer(core, host, port, group_commit=replication or storage, clock=clock,
+                          hand_over=replication.accept if replication is not None else None,
+                          inputs=replication.core_input if replication is not None else None,
+                          hold_early=replication.holds_early if replication is not None else None,
+                          first_conn_id=first_conn_id)
     await server.start()
     await udp_groups.start()
     own_host = f"[{host}]" if ":" in host else host

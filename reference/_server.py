@@ -32,6 +32,11 @@ and asks for that connection alone to be closed); an exception escaping the
 core is logged and closes only the connection whose bytes caused it.  A sync
 that fails (the journal then refuses further work) confirms nothing: the
 replies waiting for it are dropped and their connections closed.
+
+Every change to the core goes through one path (:func:`reference.broker.apply_input`), shown first to
+``inputs`` when given: a replication that mirrors the core to a backup forwards them (``reference/ha``).  Such a
+replication's group commit also holds the early credit grants (``hold_early``): nothing reaches a client before
+the backup has the input that caused it.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ._clock import monotonic_ms
-from .broker import BrokerCore
+from .broker import BrokerCore, CoreInput, InputKind, apply_input
 
 __all__ = ["BrokerServer", "GroupCommit", "HandOver", "StreamHandler", "SyncInProgress"]
 
@@ -131,13 +136,19 @@ class BrokerServer:
         group_commit: GroupCommit | None = None,
         clock: Callable[[], int] = monotonic_ms,
         hand_over: HandOver | None = None,
+        inputs: Callable[[CoreInput], None] | None = None,
+        hold_early: Callable[[], bool] | None = None,
+        first_conn_id: int = 1,
     ) -> None:
         self.core = core
         self.host = host
         self.port = port
         self.group_commit = group_commit
         self.clock = clock
-        self._ids = itertools.count(1)
+        self._inputs = inputs
+        self._hold_early = hold_early
+        # a core that already knows connections (a backup's mirror of its primary) keeps their IDs
+        self._ids = itertools.count(first_conn_id)
         self._protocols: dict[int, _Protocol] = {}
         self._server: asyncio.base_events.Server | None = None
         self._flush_scheduled = False
@@ -218,8 +229,14 @@ class BrokerServer:
             return 0
         conn_id = next(self._ids)
         self._protocols[conn_id] = protocol
-        self.core.connection_made(conn_id, self.clock(), peer)
+        self._feed(CoreInput(InputKind.MADE, self.clock(), conn_id, peer.encode("utf-8")))
         return conn_id
+
+    def _feed(self, event: CoreInput) -> None:
+        """The one way into the core (see the module's docstring)."""
+        if self._inputs is not None:
+            self._inputs(event)
+        apply_input(self.core, event)
 
     def handed_lost(self, protocol: _Protocol) -> None:
         with contextlib.suppress(ValueError):
@@ -227,12 +244,12 @@ class BrokerServer:
 
     def unregister(self, conn_id: int) -> None:
         if self._protocols.pop(conn_id, None) is not None:
-            self.core.connection_lost(conn_id, self.clock())
+            self._feed(CoreInput(InputKind.LOST, self.clock(), conn_id))
             self._schedule_flush()
 
     def received(self, conn_id: int, data: bytes) -> None:
         try:
-            self.core.receive(conn_id, data, self.clock())
+            self._feed(CoreInput(InputKind.RECEIVED, self.clock(), conn_id, data))
         except Exception:  # one connection's failure must not stop the broker
             LOG.exception("internal error handling a connection's input; closing it", extra={"conn": conn_id})
             self._close(conn_id)
@@ -240,7 +257,7 @@ class BrokerServer:
 
     def poke(self) -> None:
         """Something changed the core from outside a connection (a cluster bridge): deliver and write."""
-        self.core.deliver_all()
+        self._feed(CoreInput(InputKind.DELIVER, self.clock()))
         self._schedule_flush()
 
     # ---------------------------------------------------------------- output
@@ -258,8 +275,11 @@ class BrokerServer:
         if handed:  # handed over where a close would happen: after the output taken with them
             self._handing |= handed
             closing |= handed
+        hold_early = self._hold_early is not None and self._hold_early()
         for conn_id, data in early.items():
-            if self._counted_waiting.get(conn_id):  # behind a counted packet still waiting: keep the wire order
+            # held for the group commit with the rest when the backup must have the input first (mirroring), or
+            # when a counted packet of the connection is still waiting (the wire order is the resend cache's)
+            if hold_early or self._counted_waiting.get(conn_id):
                 output[conn_id] = data + output.get(conn_id, b"")
             else:  # a credit grant needs no sync (as in Artemis); holding it would pace producers by the fsync
                 self._write_batch({conn_id: data}, ())
@@ -365,7 +385,7 @@ class BrokerServer:
             if protocol is not None and protocol.transport is not None and self._hand_over is not None \
                     and not protocol.transport.is_closing():
                 del self._protocols[conn_id]
-                self.core.connection_lost(conn_id, self.clock())
+                self._feed(CoreInput(InputKind.LOST, self.clock(), conn_id))
                 protocol.handler = self._hand_over(protocol.transport)
                 self._handed.append(protocol)
                 self._schedule_flush()
@@ -383,6 +403,6 @@ class BrokerServer:
 
     def _on_timer(self) -> None:
         self._timer = None
-        self.core.tick(self.clock())
+        self._feed(CoreInput(InputKind.TICK, self.clock()))
         self._flush()
 

@@ -43,14 +43,17 @@ TOPOLOGY_S = 20.0
 
 def pair(make_target: MakeTarget, evidence: CaseEvidence, policy: Policy, *, like: NodeSpec | None = None,
          allow_failback: bool = True, failover_on_shutdown: bool = False, lock_manager: bool = False,
-         cluster: ClusterSpec | None = None, ports: tuple[int, int] | None = None) -> ManagedTarget:
+         transparent_resume: bool = False, cluster: ClusterSpec | None = None,
+         ports: tuple[int, int] | None = None) -> ManagedTarget:
     """The case's pair, started (primary first), described in the evidence.  ``lock_manager``: replication under
     the broker's file-based lock manager; ``cluster``: the pair's cluster connection (failure detection, links
-    through proxies); ``ports``: the acceptors' ports, chosen by the caller (who must know them beforehand)."""
+    through proxies); ``ports``: the acceptors' ports, chosen by the caller (who must know them beforehand);
+    ``transparent_resume``: the reference broker's session mirroring (replication; Artemis has none)."""
     # a replication primary that is started again asks whether its backup took over (Artemis needs it to fail back);
     # under a lock manager the lock decides that instead
     ha = HASpec(policy, allow_failback=allow_failback, failover_on_shutdown=failover_on_shutdown,
-                check_for_live_server=policy == "replication" and not lock_manager, lock_manager=lock_manager)
+                check_for_live_server=policy == "replication" and not lock_manager, lock_manager=lock_manager,
+                transparent_resume=transparent_resume)
     topology = Topology.ha_pair(ha, cluster, like=like)
     if ports is not None:
         topology = dataclasses.replace(topology, nodes=tuple(

@@ -209,22 +209,28 @@ def test_a_consumer_receives_again_after_failover(case: Case, cck_make_target: M
 
 # ------------------------------------------------------------------------------------------------ transparent resume
 
+# Replication only: a resume needs the primary's session state on the backup before the primary is lost, and a
+# shared-store backup shares the primary's journal, not its sessions; the reference broker's opt-in (session
+# mirroring, asked for here) is a replication feature.  Artemis has none under either policy: the ha.failover
+# rows show its shared-store backup recreating the sessions.
 RESUME = tuple(
     Case(f"ha.resume.{n}", "ha.transparent-resume",
-         f"{policy} pair; on the primary a transacted session sends one durable message and a consumer of another "
+         f"{policy} pair (the reference broker with its transparent resume: the primary mirrors its sessions to the "
+         "backup); on the primary a transacted session sends one durable message and a consumer of another "
          "session receives one message without acknowledging it; the kit kills the primary (SIGKILL)",
          "the session is resumed on the backup (its reattach accepted, nothing recreated): the transaction commits "
-         "with its message and the unacknowledged message is not delivered again; a recreated session (what a "
+         "and its message is the next one the consumer receives; the unacknowledged message is not delivered "
+         "again, and acknowledging it on the resumed session leaves the queue empty; a recreated session (what a "
          "backup without session state does) is reported as such",
          needs=("config", "kill"), params={"policy": policy})
-    for n, policy in enumerate(POLICIES, 1)
+    for n, policy in enumerate(("replication",), 1)
 )
 
 
 @cases(*RESUME)
 def test_the_session_resumes_on_the_backup(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
                                            evidence: CaseEvidence) -> None:
-    target = pair(cck_make_target, evidence, case.params["policy"])
+    target = pair(cck_make_target, evidence, case.params["policy"], transparent_resume=True)
     queue = queue_for(case.id)
     history = History()
 
@@ -241,8 +247,8 @@ def test_the_session_resumes_on_the_backup(case: Case, cck_make_target: MakeTarg
                                 receive_s=cck_settings.deadline(RECEIVE_S), ack="none")
             assert [key_of(d) for d in first] == [waiting], f"the message to hold unacknowledged: {first}"
             transacted = await connection.create_session(transacted=True)
-            await send_keyed(transacted.create_producer(queue), history, f"{case.id}:tx", [True], name="T",
-                             process="tx", confirmed=False)
+            [pending] = await send_keyed(transacted.create_producer(queue), history, f"{case.id}:tx", [True],
+                                         name="T", process="tx", confirmed=False)
             killed = time.monotonic()
             await asyncio.to_thread(target.node("node0").kill)
             outcome = await fail_over(watch, cck_settings, evidence)
@@ -252,8 +258,18 @@ def test_the_session_resumes_on_the_backup(case: Case, cck_make_target: MakeTarg
                 f"the session was {outcome} on the backup, not resumed: its transaction and unacknowledged "
                 "delivery do not survive (spec 004 asks that the client can resume its session transparently)")
             await transacted.commit()
-            again = await consumer.receive(cck_settings.deadline(QUIET_S))
-            evidence.note("delivered_again", None if again is None else key_of(again))
-            assert again is None or key_of(again) != waiting, "the unacknowledged message was delivered again"
+            history.ok("tx", "send", pending, producer="T", seq=0)
+            after = await drain(consumer, history, "consumer", expected=1, quiet_s=cck_settings.deadline(QUIET_S),
+                                receive_s=cck_settings.deadline(RECEIVE_S), ack="none")
+            keys = [key_of(d) for d in after]
+            evidence.note("received_after_resume", keys)
+            assert waiting not in keys, "the unacknowledged message was delivered again after the resume"
+            assert keys == [pending], f"the committed transaction's message, and only it, was to come next: {keys}"
+            for delivery in (*first, *after):  # the delivery from before the failover is still the session's
+                await consumer.individual_acknowledge(delivery)
+                history.ack("consumer", key_of(delivery))
+            left = await drain_queue(connection, queue, history, 0, cck_settings)
+            evidence.note("left_in_queue", left)
+            assert not left, f"acknowledged on the resumed session, yet still in the queue: {left}"
 
     run(cck_settings, scenario(), CASE_S)

@@ -53,8 +53,11 @@ class ReferenceNode(ManagedNode):
 
     def _argv(self) -> list[str]:
         assert self.spec.data_dir is not None
+        ha = self.topology.ha
+        # the reference broker's own extension: no broker.xml element says it (Artemis has no such setting)
+        resume = ["--transparent-resume"] if ha is not None and ha.transparent_resume else []
         return [sys.executable, "-m", "cck.reference", "broker", "--config", str(self.etc / "broker.xml"),
-                "--data", str(self.spec.data_dir), "--log-level", self.log_level]
+                "--data", str(self.spec.data_dir), "--log-level", self.log_level, *resume]
 
     def _env(self) -> dict[str, str]:
         # the broker runs from node_dir: put the directory holding the cck package first on

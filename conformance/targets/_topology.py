@@ -190,12 +190,18 @@ class HASpec:
     #: ``<manager>`` (both 2.28.0 and 2.44.0 read that as the lock-manager policy); check-for-live-server does
     #: not apply to it.
     lock_manager: bool = False
+    #: replication: the reference broker's transparent resume (its primary mirrors its sessions to the backup;
+    #: ``--transparent-resume``).  A reference-broker extension that nothing in broker.xml says: a broker without
+    #: it (Artemis) runs the same pair, and its clients recreate their sessions on the backup.
+    transparent_resume: bool = False
 
     def __post_init__(self) -> None:
         _check(self.policy in ("shared-store", "replication"),
                f"HA policy {self.policy!r} is not 'shared-store' or 'replication'")
         _check(not self.lock_manager or self.policy == "replication",
                "a lock manager is a replication setting (a shared store's lock is the store's own)")
+        _check(not self.transparent_resume or self.policy == "replication",
+               "transparent resume is a replication setting (the backup mirrors its primary over the network)")
         _check(not (self.lock_manager and self.check_for_live_server),
                "check-for-live-server is not a setting of a replication pair under a lock manager")
         _check(bool(self.pairs), "an HA spec needs at least one (primary, backup) pair")

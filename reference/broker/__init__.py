@@ -19,9 +19,10 @@ from ._cluster import (
     queue_info_request,
 )
 from ._cluster_hooks import ClusterHooks, bridge_dup_id, forwardable
-from ._core import BrokerCore
+from ._core import BrokerCore, MirrorPoint
 from ._engine import DeliveryEngine
 from ._errors import BrokerError
+from ._inputs import CoreInput, InputKind, apply_input
 from ._journal_storage import JournalStorage, RecoveryReport, open_journal
 from ._model import Address, MessageRef, PostOffice, Queue, stable_id
 from ._session import Consumer, Session, SessionRegistry, Transaction
@@ -36,6 +37,10 @@ __all__ = [
     "SF_PREFIX",
     "Address",
     "BrokerCore",
+    "CoreInput",
+    "InputKind",
+    "MirrorPoint",
+    "apply_input",
     "BrokerError",
     "BrokerSettings",
     "ClusterHooks",

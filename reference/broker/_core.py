@@ -60,11 +60,21 @@ from ._topology import Topology
 from ._transactions import Transactions
 from ._xa import XAHandlers
 
-__all__ = ["BrokerCore", "BrokerSettings"]
+__all__ = ["BrokerCore", "BrokerSettings", "MirrorPoint"]
 
 LOG = logging.getLogger("cck.reference.broker")
 
 FIRST_SESSION_CHANNEL = 10
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorPoint:
+    """What a core started from the same journal needs besides it to continue exactly as this one: the ID it
+    allocates next and when its periodic checks are next due (a mirroring backup's core; ``_inputs``)."""
+
+    next_id: int
+    ttl_check_at_ms: int
+    tx_scan_at_ms: int
 
 
 @dataclass
@@ -182,6 +192,17 @@ class BrokerCore:
         if self.cluster is not None:
             self.cluster.tick(now_ms)
         self.engine.deliver_all()
+
+    def mirror_point(self) -> MirrorPoint:
+        """This core's counters, for a backup's core that will be fed its inputs from now on."""
+        return MirrorPoint(self.post_office.upcoming_id, self._timers.next_ttl_check_ms, self._timers.next_tx_scan_ms)
+
+    def continue_from(self, point: MirrorPoint) -> None:
+        """Take a primary's counters (this core was recovered from the primary's journal, and will be fed its
+        inputs)."""
+        self.post_office.restart_ids_after(point.next_id - 1)
+        self._timers.next_ttl_check_ms = point.ttl_check_at_ms
+        self._timers.next_tx_scan_ms = point.tx_scan_at_ms
 
     def next_deadline(self) -> int:
         """When ``tick`` is next due (monotonic ms)."""

@@ -11,7 +11,6 @@ Rules of this module:
 from __future__ import annotations
 
 import hashlib
-import itertools
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -116,13 +115,19 @@ class PostOffice:
         self.addresses: dict[str, Address] = {}
         self.queues: dict[str, Queue] = {}
         self.queues_by_id: dict[int, Queue] = {}
-        self._ids = itertools.count(1)
+        self._next_id = 1
 
     def next_id(self) -> int:
-        return next(self._ids)
+        allocated, self._next_id = self._next_id, self._next_id + 1
+        return allocated
+
+    @property
+    def upcoming_id(self) -> int:
+        """The ID :meth:`next_id` gives next (a mirroring backup's core continues from it)."""
+        return self._next_id
 
     def restart_ids_after(self, highest: int) -> None:
-        self._ids = itertools.count(highest + 1)
+        self._next_id = highest + 1
 
     def add_address(
         self, name: str, routing_types: set[int], *, durable: bool = True, auto_created: bool = False

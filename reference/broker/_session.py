@@ -122,12 +122,15 @@ class SessionRegistry:
 
     def __init__(self) -> None:
         self._by_name: dict[str, Session] = {}
+        #: sessions registered since the broker started (a backup mirrors only a core that never had one)
+        self.opened = 0
 
     def get(self, name: str) -> Session | None:
         return self._by_name.get(name)
 
     def register(self, session: Session) -> Session | None:
         """Register ``session``; returns the session it replaced under that name, if any."""
+        self.opened += 1
         replaced = self._by_name.get(session.name)
         self._by_name[session.name] = session
         return replaced

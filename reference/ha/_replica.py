@@ -9,6 +9,11 @@ put back if the stream ends before that, so a server never ends up with half a j
 as is written beside it once synchronised.  :meth:`Replica.follow` returns how the stream ended: the
 primary stopped (gracefully, saying whether to take over) or was lost; a backup takes over only with a journal
 that was synchronised in full.
+
+When the primary mirrors its core (KIT_REPLICA_BEGIN says so), the journal synchronised with the live state is
+handed to ``make_mirror``, which recovers a core from it (:class:`Mirror`); the primary's inputs then go to that
+core, which writes the journal from there on, and the stream's end carries it (``ReplicaEnd.mirror``) for the
+server that takes over.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -30,6 +36,7 @@ from cck.codec import (
     Ping,
     ReplicaAck,
     ReplicaBegin,
+    ReplicaInput,
     ReplicaRecords,
     ReplicaStopping,
     ReplicaSubscribe,
@@ -37,6 +44,7 @@ from cck.codec import (
 )
 
 from ..journal import Journal, JournalError
+from ._mirror import Mirror
 
 __all__ = ["Replica", "ReplicaEnd"]
 
@@ -56,6 +64,8 @@ class ReplicaEnd:
     synced: bool
     failover: bool = False
     detail: str = ""
+    #: the mirror of the primary's core, when it mirrored (the caller takes over with it, or closes it)
+    mirror: Mirror | None = None
 
 
 class Replica:
@@ -63,7 +73,8 @@ class Replica:
     ID.  One :meth:`follow` at a time."""
 
     def __init__(self, journal_dir: Path, node_id_file: Path, *, user: str, password: str, name: str,
-                 file_size: int = 10 * 1024 * 1024, check_period_ms: int = 30_000, ttl_ms: int = 60_000) -> None:
+                 file_size: int = 10 * 1024 * 1024, check_period_ms: int = 30_000, ttl_ms: int = 60_000,
+        make_mirror: Callable[[ReplicaBegin], Mirror] | None = None) -> None:
         self.journal_dir = journal_dir
         self.node_id_file = node_id_file
         self.user = user
@@ -74,14 +85,24 @@ class Replica:
         # for a whole TTL (a partition, a hung host: no FIN ever comes) is lost
         self.check_period_ms = check_period_ms
         self.ttl_ms = ttl_ms
+        #: recovers a core from the synchronised journal when the primary mirrors its core
+        self.make_mirror = make_mirror
+        self._mirror: Mirror | None = None
         #: Set once the journal holds the primary's whole live state (the backup may take over from then on).
         self.synced = asyncio.Event()
         self.stored = 0  # records of the current stream made durable
+
+    @property
+    def mirror(self) -> Mirror | None:
+        """The mirror of the primary's core while the current stream mirrors it (then with the stream's end)."""
+        return self._mirror
 
     async def follow(self, host: str, port: int) -> ReplicaEnd:
         """Connect to the primary at ``host:port`` and store what it sends until the stream ends."""
         self.synced.clear()
         self.stored = 0
+        self._mirror = None
+        begin: ReplicaBegin | None = None
         try:
             reader, writer = await asyncio.open_connection(host, port)
         except OSError as exc:
@@ -109,8 +130,11 @@ class Replica:
                             return self._end("refused", "the primary refused the cluster credentials")
                         writer.write(encode_packet(ReplicaSubscribe(self.name), _CLUSTER_CHANNEL))
                     elif isinstance(packet, ReplicaBegin):
+                        if packet.mirror and self.make_mirror is None:
+                            return self._end("refused", "the primary mirrors its core; this backup cannot")
                         journal = self._start_afresh()
                         node_id = packet.node_id
+                        begin = packet
                     elif isinstance(packet, ReplicaRecords):
                         if journal is None:
                             return self._end("lost", "records before KIT_REPLICA_BEGIN")
@@ -119,14 +143,31 @@ class Replica:
                         if packet.synced and not self.synced.is_set():
                             journal.sync()
                             self._synchronised(node_id)
+                            if begin is not None and begin.mirror and self.make_mirror is not None:
+                                # the core takes the journal from here (it writes what the inputs store)
+                                journal.close()
+                                journal = None
+                                self._mirror = self.make_mirror(begin)
                             self.synced.set()
-                            LOG.info("backup synchronised with the primary", extra={"records": upto})
+                            LOG.info("backup synchronised with the primary",
+                                     extra={"records": upto, "mirror": self._mirror is not None})
+                    elif isinstance(packet, ReplicaInput):
+                        if self._mirror is None:
+                            return self._end("lost", "a core input before the mirror was synchronised")
+                        self._mirror.apply(packet)
+                        upto = packet.upto
                     elif isinstance(packet, ReplicaStopping):
                         if journal is not None:
                             journal.sync()
+                        if self._mirror is not None:
+                            self._mirror.sync()
                         return self._end("stopped", "the primary stops", failover=packet.failover)
-                if upto is not None and journal is not None:
-                    journal.sync()  # durable before acknowledged: the primary confirms its clients on this
+                if upto is not None and (journal is not None or self._mirror is not None):
+                    # durable before acknowledged: the primary confirms its clients on this
+                    if journal is not None:
+                        journal.sync()
+                    if self._mirror is not None:
+                        self._mirror.sync()
                     self.stored = upto
                     writer.write(encode_packet(ReplicaAck(upto), _CLUSTER_CHANNEL))
         except (OSError, CodecError, JournalError) as exc:
@@ -150,7 +191,8 @@ class Replica:
             writer.write(encode_packet(Ping(self.ttl_ms), 0))
 
     def _end(self, how: Literal["refused", "lost", "stopped"], detail: str, *, failover: bool = False) -> ReplicaEnd:
-        end = ReplicaEnd(how, self.synced.is_set(), failover, detail)
+        mirror, self._mirror = self._mirror, None
+        end = ReplicaEnd(how, self.synced.is_set(), failover, detail, mirror)
         LOG.info("stopped following the primary", extra={"how": how, "synced": end.synced, "detail": detail})
         return end
 

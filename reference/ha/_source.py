@@ -11,6 +11,12 @@ wraps the journal's group commit, and its worker-thread half returns only once t
 every backup acknowledged the records appended before the sync began -- or was dropped: a backup that does not
 acknowledge within ``ack_timeout_s`` is disconnected and the primary goes on alone (as an Artemis primary does when
 its backup goes away).
+
+Mirroring (``mirror`` given, ``_mirror.py``): the first backup to subscribe while the core has never had a
+session gets the core's counters with KIT_REPLICA_BEGIN and, after the live state, the core's inputs
+(KIT_REPLICA_INPUT, numbered on from the records) instead of the journal's records; the group commit waits for
+its acknowledgement of every input fed so far, and :meth:`Replication.holds_early` keeps the server from writing
+anything before that.
 """
 
 from __future__ import annotations
@@ -27,11 +33,13 @@ from cck.codec import (
     Ping,
     ReplicaAck,
     ReplicaBegin,
+    ReplicaInput,
     ReplicaRecords,
     ReplicaStopping,
     encode_packet,
 )
 
+from ..broker import CoreInput, InputKind, MirrorPoint
 from ..journal import Journal
 
 __all__ = ["BATCH_BYTES", "Replication", "ReplicationSource"]
@@ -56,6 +64,7 @@ class ReplicationSource:
         self._snapshot_upto: int | None = None  # the live state's last record, until the backup acknowledged it
         self._decoder = FrameDecoder()
         self._pending: list[bytes] = []  # appended records not yet written to the backup
+        self._inputs: list[bytes] = []  # mirrored inputs (encoded) not yet written to it
         self._flush_scheduled = False
         self._sent = 0  # records numbered so far
         self._acked = 0
@@ -71,9 +80,12 @@ class ReplicationSource:
         with self._changed:
             return self._acked
 
-    def begin(self, node_id: str, snapshot: list[bytes]) -> None:
-        """The node ID and the live state, written at once (the same loop turn as the snapshot was taken)."""
-        self._transport.write(encode_packet(ReplicaBegin(node_id), _CLUSTER_CHANNEL))
+    def begin(self, node_id: str, snapshot: list[bytes], mirror: MirrorPoint | None = None) -> None:
+        """The node ID and the live state, written at once (the same loop turn as the snapshot was taken); with
+        ``mirror``, the core's counters too (the core's inputs follow, :meth:`forward`)."""
+        begin = ReplicaBegin(node_id) if mirror is None else ReplicaBegin(
+            node_id, True, mirror.next_id, mirror.ttl_check_at_ms, mirror.tx_scan_at_ms)
+        self._transport.write(encode_packet(begin, _CLUSTER_CHANNEL))
         self._write(snapshot, synced=True)
         self._snapshot_upto = self._sent
         LOG.info("backup synchronising", extra={"backup": self.name, "records": len(snapshot)})
@@ -87,12 +99,26 @@ class ReplicationSource:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self.flush)
 
+    def forward(self, event: CoreInput) -> None:
+        """An input of the core (mirroring): sent in the next loop turn, with the others of this one."""
+        if self._gone:
+            return
+        self._sent += 1
+        self._inputs.append(encode_packet(ReplicaInput(self._sent, int(event.kind), event.conn_id, event.now_ms,
+                                                       event.data), _CLUSTER_CHANNEL))
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
     def flush(self) -> None:
-        """Write the records appended so far (the group commit calls it before waiting for them)."""
+        """Write the records appended (or the inputs fed) so far (the group commit calls it before waiting)."""
         self._flush_scheduled = False
         if self._pending and not self._gone:
             records, self._pending = self._pending, []
             self._write(records, synced=True)
+        if self._inputs and not self._gone:
+            inputs, self._inputs = self._inputs, []
+            self._transport.write(b"".join(inputs))
 
     def _write(self, records: list[bytes], *, synced: bool) -> None:
         batch: list[bytes] = []
@@ -203,13 +229,18 @@ class Replication:
     called each time a backup has acknowledged the whole live state it was sent first (a failback can go on)."""
 
     def __init__(self, group_commit: Callable[[], _LocalSync | None], journal: Journal, node_id: str, *,
-                 ack_timeout_s: float = 10.0, synced: Callable[[], None] | None = None) -> None:
+                 ack_timeout_s: float = 10.0, synced: Callable[[], None] | None = None,
+                 mirror: Callable[[], MirrorPoint | None] | None = None) -> None:
         self._local_begin = group_commit
         self._synced = synced
         self._journal = journal
         self._node_id = node_id
         self._ack_timeout_s = ack_timeout_s
         self._sources: list[ReplicationSource] = []
+        # mirroring: the core's counters when it can be mirrored now (None: it has had sessions)
+        self._mirror_point = mirror
+        self._mirror: ReplicationSource | None = None
+        self._known: set[int] = set()  # connections the mirror knows (made since mirroring began)
 
     @property
     def backups(self) -> int:
@@ -219,10 +250,38 @@ class Replication:
         """A connection the core handed over (a subscribed backup): starts its synchronisation now."""
         peer = transport.get_extra_info("peername")
         source = ReplicationSource(transport, str(peer), gone=self._gone, synced=self._source_synced)
-        source.begin(self._node_id, self._journal.snapshot())
+        point = self._mirror_point() if self._mirror_point is not None and self._mirror is None else None
+        source.begin(self._node_id, self._journal.snapshot(), point)
         self._sources.append(source)
+        if point is not None:
+            self._mirror = source
+            self._known.clear()
+            LOG.info("mirroring the core to a backup", extra={"backup": source.name})
+        elif self._mirror_point is not None:
+            LOG.info("not mirroring the core to this backup (sessions were opened before it subscribed, or another "
+                     "backup mirrors it): it gets the journal only", extra={"backup": source.name})
         self._journal.observe_appends(self._appended)
         return source
+
+    def core_input(self, event: CoreInput) -> None:
+        """The server's ``inputs``: every input of the core, forwarded to the mirroring backup (for the
+        connections it knows: those made since it began)."""
+        mirror = self._mirror
+        if mirror is None:
+            return
+        if event.kind is InputKind.MADE:
+            self._known.add(event.conn_id)
+        elif event.kind in (InputKind.RECEIVED, InputKind.LOST):
+            if event.conn_id not in self._known:
+                return
+            if event.kind is InputKind.LOST:
+                self._known.discard(event.conn_id)
+        mirror.forward(event)
+
+    def holds_early(self) -> bool:
+        """The server's ``hold_early``: while a backup mirrors the core, no reply goes out before the group commit
+        (which waits for the backup to have every input so far)."""
+        return self._mirror is not None
 
     def _source_synced(self, _source: ReplicationSource) -> None:
         if self._synced is not None:
@@ -230,9 +289,13 @@ class Replication:
 
     def _appended(self, record: bytes) -> None:
         for source in self._sources:
-            source.appended(record)
+            if source is not self._mirror:  # the mirror writes these records itself
+                source.appended(record)
 
     def _gone(self, source: ReplicationSource) -> None:
+        if source is self._mirror:
+            self._mirror = None
+            self._known.clear()
         if source in self._sources:
             self._sources.remove(source)
         if not self._sources:
