@@ -1,6 +1,7 @@
 """High availability: a primary and its backup server (spec 004 "Fail-over (session state)", spec 000 "Session
 reconnection"): the topology names the backup, and a client given the primary's URL only fails over to it when
-the primary is killed.  The pair, the policies and the timed kill: ``_ha_kit``.  Transactions and acknowledgements
+the primary is killed, also when the backup started after the messages were there.  The pair, the policies and
+the timed kill: ``_ha_kit``.  Transactions and acknowledgements
 across failover: ``test_ha_tx``; failback, graceful stops, losing both servers, restarting both: ``test_ha_lifecycle``.
 """
 
@@ -14,11 +15,13 @@ from cck.conformance.cases import Case, cases
 from cck.conformance.evidence import CaseEvidence
 from cck.conformance.oracles import History
 from cck.conformance.plugin import Settings
+from cck.conformance.targets import NodeStartError
 from cck.conformance.verdicts import NotObserved
 from cck.reference.client import connect
 
 from ._ha_kit import (
     CASE_S,
+    FAILOVER_S,
     POLICIES,
     TOPOLOGY_S,
     MakeTarget,
@@ -40,6 +43,7 @@ from ._kit import (
     judged,
     key_of,
     queue_for,
+    restarted,
     run,
     send_keyed,
     settle_sends,
@@ -159,6 +163,57 @@ def test_the_client_fails_over_to_the_backup(case: Case, cck_make_target: MakeTa
 
 
 # ---------------------------------------------------------------------------------------------------- consumers
+
+LATE_BACKUP = tuple(
+    Case(f"ha.late-backup.{n}", "ha.failover",
+         f"{policy} pair whose backup the kit stops; the client (given the primary's URL only) sends {COUNT} durable "
+         "messages to the primary alone, each confirmed; the kit starts the backup again"
+         + (" and waits until it says it holds the primary's state (the initial synchronisation of what exists)"
+            if policy == "replication" else "")
+         + f"; once the primary's topology names it the client sends {COUNT} more; the kit kills the primary",
+         f"the client reaches the backup within the deadline and all {2 * COUNT} messages are there, each exactly "
+         "once: what the primary held before its backup existed is not lost",
+         needs=("config", "kill", "restart"), params={"policy": policy})
+    for n, policy in enumerate(POLICIES, 1)
+)
+
+
+@cases(*LATE_BACKUP)
+def test_a_backup_started_after_the_messages_takes_them_over(case: Case, cck_make_target: MakeTarget,
+                                                            cck_settings: Settings, evidence: CaseEvidence) -> None:
+    policy = case.params["policy"]
+    target = pair(cck_make_target, evidence, policy)
+    queue = queue_for(case.id)
+    history = History()
+
+    async def scenario() -> None:
+        settings = client_settings(target, RESTARTING)
+        async with (judged(history, evidence, label="late-backup"),
+                    on_primary(target, cck_settings, evidence, client=settings) as (connection, watch)):
+            await asyncio.to_thread(target.node("node1").stop)
+            session = await connection.create_session()
+            await ensure_queue(session, queue)
+            producer = session.create_producer(queue)
+            await send_keyed(producer, history, f"{case.id}:before", [True] * COUNT, name="B", process="producer")
+            await restarted(target.node("node1").start, "node1")
+            if policy == "replication":
+                started = time.monotonic()
+                try:
+                    await asyncio.to_thread(target.node("node1").wait_synced, cck_settings.deadline(FAILOVER_S))
+                except NodeStartError as exc:
+                    raise NotObserved(f"the backup started again but never held the primary's state: {exc}") from None
+                evidence.note("synchronised_ms", round((time.monotonic() - started) * 1000, 1))
+            evidence.note("backup_after_start", str(await backup_learnt(connection, target, cck_settings)))
+            await send_keyed(producer, history, f"{case.id}:after", [True] * COUNT, name="A", process="producer")
+            killed = await kill_primary(target, watch, cck_settings, evidence)
+            got = await drain_queue(connection, queue, history, 2 * COUNT, cck_settings)
+            evidence.note("failover_ms", round((time.monotonic() - killed) * 1000, 1))
+            evidence.note("received", len(got))
+            assert connection.machine.connector == acceptor(target, "node1"), (
+                f"the client is connected to {connection.machine.connector}, not the backup")
+
+    run(cck_settings, scenario(), CASE_S)
+
 
 CONSUMER = tuple(
     Case(f"ha.consumer.{n}", "ha.failover",

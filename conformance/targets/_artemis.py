@@ -88,6 +88,8 @@ class ArtemisNode(ManagedNode):
     # an HA backup: AMQ221109 "Backup Server ... started; waiting for primary to fail" (shared store), AMQ221024
     # "Backup server ... is synchronized with primary server" (replication)
     passive = re.compile(r"AMQ221109|AMQ221024")
+    # AMQ221024 "Backup server ... is synchronized with primary server" (ReplicationEndpoint, both versions)
+    synced = re.compile(r"AMQ221024")
     launch_label = "artemis broker"
     # the JVM's shutdown hook stops the server on SIGTERM; the JVM then reports the signal (128 + 15)
     clean_exit_codes = frozenset({0, 143})

@@ -109,6 +109,8 @@ class ManagedNode(Node):
     ready: ClassVar[re.Pattern[str]]
     #: the line of a server that started passive (an HA backup waiting to take over); None: it always activates
     passive: ClassVar[re.Pattern[str] | None] = None
+    #: the line of a replication backup that holds its primary's whole state (it can take over from then on)
+    synced: ClassVar[re.Pattern[str] | None] = None
     #: what the run's count of launched processes calls this kind of broker
     launch_label: ClassVar[str] = "broker"
     clean_exit_codes: ClassVar[frozenset[int]] = frozenset({0})
@@ -218,6 +220,21 @@ class ManagedNode(Node):
         except (ExitedEarly, NotReady) as exc:
             raise NodeStartError(self.name, f"did not become active: {exc}", self.logs(LOG_TAIL_LINES)) from None
         self.active = True
+
+    def wait_synced(self, deadline_s: float) -> None:
+        """Until a replication backup says it holds its primary's state (the line may be the one its start
+        waited for); NodeStartError when it ends first or the deadline passes."""
+        process = self._process
+        if self.synced is None:
+            raise TargetError(f"node {self.name!r}: this kind of broker says nothing the kit reads as synchronised")
+        if process is None or not process.running:
+            raise NodeStartError(self.name, "is not running, so it cannot synchronise", self.logs(LOG_TAIL_LINES))
+        if self.synced.search("".join(process.startup)):
+            return
+        try:
+            process.wait_line(self.synced, deadline_s)
+        except (ExitedEarly, NotReady) as exc:
+            raise NodeStartError(self.name, f"did not synchronise: {exc}", self.logs(LOG_TAIL_LINES)) from None
 
     def stop(self) -> None:
         process = self._process

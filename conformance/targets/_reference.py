@@ -39,6 +39,8 @@ class ReferenceNode(ManagedNode):
     ready = re.compile(r"reference broker listening on (\S+):(\d+)")
     # a shared-store backup (or a primary whose backup took over) waits for the store's lock
     passive = re.compile(r"reference broker waiting (for the shared store|as the replication backup)")
+    # printed once the backup holds its primary's state (reference/__main__.py, _follow)
+    synced = re.compile(r"reference broker waiting as the replication backup")
     launch_label = "reference broker"
 
     def __init__(self, spec: NodeSpec, topology: Topology, node_dir: Path, *, start_deadline_s: float,

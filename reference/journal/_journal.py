@@ -200,6 +200,15 @@ class PendingSync:
         self._finished = True
         self._journal._end_sync(self._fd, self._upto, error)
 
+    def complete(self) -> None:
+        """:meth:`wait` then :meth:`done` in this thread (a sync the caller waits for where it stands)."""
+        try:
+            self.wait()
+        except BaseException as error:
+            self.done(error)
+            raise
+        self.done()
+
 
 class Journal:
     """An append-only record store with transactions, group commit and compaction.
@@ -461,14 +470,8 @@ class Journal:
     def sync(self) -> None:
         """Make every append so far durable with one write and one ``fsync`` (a no-op when nothing is pending)."""
         pending = self.begin_sync()
-        if pending is None:
-            return
-        try:
-            pending.wait()
-        except BaseException as error:
-            pending.done(error)
-            raise
-        pending.done()
+        if pending is not None:
+            pending.complete()
 
     def begin_sync(self) -> PendingSync | None:
         """Start a group commit of every append so far: write them, return the ``fsync`` still to do.

@@ -42,6 +42,7 @@ from cck.conformance.targets import (
     SecurityRule,
     SecuritySpec,
     Target,
+    TargetError,
     Topology,
     UnsupportedByTarget,
     UrlTarget,
@@ -761,3 +762,18 @@ def test_a_backup_that_handed_back_is_passive_again_for_wait_active(policy: str,
             process.wait_line(re.compile(r"waiting as the replication backup of node \S+\s*$"), 20.0, since=handed + 1)
         primary.kill()
         backup.wait_active(20.0)  # and takes over once more
+
+
+def test_wait_synced_returns_once_a_replication_backup_holds_its_primary_s_state(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ReferenceTarget(Topology.ha_pair(HASpec("replication")), tmp_path) as target:
+        primary, backup = target.node("node0"), target.node("node1")
+        backup.wait_synced(20.0)  # its start already said so: at once
+        backup.stop()
+        with pytest.raises(NodeStartError, match="cannot synchronise"):
+            backup.wait_synced(0.5)
+        backup.start()
+        backup.wait_synced(20.0)
+        monkeypatch.setattr(type(primary), "synced", None)  # a kind of broker that prints no such line
+        with pytest.raises(TargetError, match="says nothing the kit reads as synchronised"):
+            primary.wait_synced(0.5)
