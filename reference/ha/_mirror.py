@@ -48,7 +48,11 @@ class Mirror:
     def apply(self, packet: ReplicaInput) -> None:
         """One input of the primary's core; what the core would write is dropped (the primary wrote it)."""
         event = CoreInput(InputKind(packet.kind), packet.now_ms, packet.conn_id, packet.data)
-        apply_input(self.core, event)
+        try:
+            apply_input(self.core, event)
+        except Exception:  # the primary's core failed the same way: its server closes the connection (LOST follows)
+            LOG.exception("internal error applying the primary's input, as on the primary",
+                          extra={"conn": packet.conn_id, "kind": event.kind.name})
         self.core.take_output_split()
         self.core.take_closing()  # the primary closes them; their LOST input follows
         self.core.take_handed()
