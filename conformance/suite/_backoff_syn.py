@@ -113,8 +113,8 @@ class SynWatch:
         self._lock = threading.Lock()
         self._drained = threading.Condition(self._lock)
         self._stop = threading.Event()
-        #: When the thread last found the socket's queue empty (monotonic ns): every SYN that arrived before
-        #: then is in ``records``.
+        #: When the thread last began a read that found the socket's queue empty (monotonic ns): every SYN
+        #: that arrived before then is in ``records``.
         self._drained_ns = 0
         self._sock = _open_socket()
         # Drain whatever the socket saw before the filter applied (a packet socket queues from creation).
@@ -130,11 +130,15 @@ class SynWatch:
         sock = self._sock
         room = socket.CMSG_SPACE(_TIMESPEC.size)
         while not self._stop.is_set():
+            # Taken before the read: a read that then times out proves the queue held nothing that had arrived
+            # by this moment.  The time after the timeout proves nothing, since the thread may have waited for
+            # the GIL in between while a SYN arrived (a CI run lost that race).
+            asked_ns = time.monotonic_ns()
             try:
                 data, ancillary, _flags, address = sock.recvmsg(65535, room)
             except (TimeoutError, BlockingIOError):
                 with self._drained:
-                    self._drained_ns = time.monotonic_ns()
+                    self._drained_ns = asked_ns
                     self._drained.notify_all()
                 continue
             except OSError:
