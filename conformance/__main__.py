@@ -1,6 +1,7 @@
 """``python -m cck.conformance``: run the conformance suite, list its cases, or print the clause table.
 
     cck run --broker-url tcp://broker:61616
+    cck run --target-file my-brokers.toml
     cck run --target reference --evidence-dir evidence -- -x -k window
     cck run --target artemis --artemis-version 2.28.0 --case 'reattach.*'
     cck run --client artemis@2.44.0 --case 'backoff.*'
@@ -39,7 +40,8 @@ def _run_args(options: argparse.Namespace, extra: Sequence[str]) -> list[str]:
     args: list[str] = []
     for flag, value in (("--target", options.target), ("--client", options.client),
                         ("--artemis-version", options.artemis_version),
-                        ("--broker-url", options.broker_url), ("--broker-user", options.broker_user),
+                        ("--broker-url", options.broker_url), ("--target-file", options.target_file),
+                        ("--broker-user", options.broker_user),
                         ("--broker-password", options.broker_password), ("--timing-scale", options.timing_scale),
                         ("--timing-tolerance", options.timing_tolerance), ("--evidence-dir", options.evidence_dir),
                         ("--deviations", options.deviations)):
@@ -51,6 +53,8 @@ def _run_args(options: argparse.Namespace, extra: Sequence[str]) -> list[str]:
         args += ["--clause", clause]
     if options.strict:
         args.append("--strict-should")
+    if options.skip_preflight:
+        args.append("--skip-preflight")
     extra = [a for a in extra if a != "--"]
     # the suite unless the caller named tests of their own (a path among the extra arguments)
     if not any(not a.startswith("-") and Path(a.split("::")[0]).exists() for a in extra):
@@ -177,13 +181,18 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run the conformance suite (pytest with the kit's plugin)",
                               description="Run the conformance suite. Options not listed here go to pytest "
                                           "(put them after --).")
-    run.add_argument("--target", choices=TARGET_KINDS, help="the broker under test (url is implied by --broker-url; "
-                                                             "reference by --client)")
+    run.add_argument("--target", choices=TARGET_KINDS, help="the broker under test (url is implied by --broker-url, "
+                                                             "command by --target-file, reference by --client)")
     run.add_argument("--client", metavar="CLIENT", help="judge a client instead of the broker: kit, or artemis[@V] "
                                                         "(the stock client of a pinned version); client cases only")
     run.add_argument("--artemis-version", metavar="V", help="a pinned Artemis version (target artemis), or the "
                                                              "declared version of a url target")
     run.add_argument("--broker-url", metavar="URL", help="tcp://host:port of a broker the kit does not run")
+    run.add_argument("--target-file", metavar="FILE", help="a TOML file naming brokers you run and the commands that "
+                                                           "start, stop, kill, configure them and follow their log "
+                                                           "(docs/targets.md)")
+    run.add_argument("--skip-preflight", action="store_true", help="do not check, before the first case, that the "
+                                                                   "brokers named answer (url, command targets)")
     run.add_argument("--broker-user", metavar="USER")
     run.add_argument("--broker-password", metavar="PASSWORD")
     run.add_argument("--timing-scale", metavar="F", help="multiply deadlines and timing tolerances by F")

@@ -49,7 +49,7 @@ class Case:
     description: str
     expectation: str
     checks: Checks = "both"
-    #: Target capabilities (``conformance.targets`` CONTROL, KILL, RESTART, CONFIG) the case cannot run without.
+    #: Target capabilities (``conformance.targets`` CONTROL, KILL, RESTART, CONFIG, LOG) the case cannot run without.
     needs: tuple[str, ...] = ()
     params: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     subject: Subject = "broker"

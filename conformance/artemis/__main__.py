@@ -1,4 +1,4 @@
-"""Command line: ``python -m cck.conformance.artemis {fetch,build-tools,vectors,decode,bench-java}``."""
+"""Command line: ``python -m cck.conformance.artemis {fetch,instances,build-tools,vectors,decode,bench-java}``."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from cck.conformance.artemis.distribution import (
     ensure_distribution,
     load_versions,
 )
+from cck.conformance.artemis.instances import make_instances
 from cck.conformance.artemis.java_tools import build_tools, run_tool
 
 VECTOR_FILES = (
@@ -49,6 +50,15 @@ def _prepare(version: str | None, *, include_optional: bool = False) -> tuple[Di
 def _cmd_fetch(args: argparse.Namespace) -> int:
     dist = ensure_distribution(args.version, include_optional=args.all)
     _say(f"Artemis {dist.version} (protocol {dist.protocol_version}) ready in {dist.home}")
+    return 0
+
+
+def _cmd_instances(args: argparse.Namespace) -> int:
+    dist = ensure_distribution(args.version)
+    ports = [args.base_port + i for i in range(args.nodes)]
+    path = make_instances(dist, args.dir, ports)
+    _say(f"{args.nodes} Artemis {dist.version} instances under {args.dir.absolute()}; their target file: {path}")
+    _say(f"run the suite against them: cck run --target-file {path}")
     return 0
 
 
@@ -160,6 +170,13 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     p = sub.add_parser("fetch", help="fetch, verify and unpack the release (no-op when cached)")
     p.add_argument("--all", action="store_true", help="also fetch optional artifacts (client jars)")
     p.set_defaults(func=_cmd_fetch)
+
+    p = sub.add_parser("instances", help="artemis create N instances on this machine and write a target file that "
+                                         "runs the suite against them through commands (docs/targets.md)")
+    p.add_argument("--dir", type=Path, required=True, help="where the instances go (DIR/node0, ...; DIR/target.toml)")
+    p.add_argument("--nodes", type=int, default=3, help="how many instances (default 3: the suite's clusters)")
+    p.add_argument("--base-port", type=int, default=61616, help="node i's core acceptor port is BASE+i")
+    p.set_defaults(func=_cmd_instances)
 
     p = sub.add_parser("build-tools", help="compile fixtures/java/src against the release")
     p.add_argument("--force", action="store_true", help="recompile even if no source changed")

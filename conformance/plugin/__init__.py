@@ -18,17 +18,20 @@ from __future__ import annotations
 
 from ._fixtures import (
     EVIDENCE_KEY,
+    _cck_preflight,  # noqa: F401  (a fixture: pytest finds it by name)
     _cck_session_target,  # noqa: F401  (a fixture: pytest finds it by name)
     _cck_target_pool,  # noqa: F401  (a fixture: pytest finds it by name)
     cck_client,
     cck_make_target,
     cck_settings,
     cck_target,
+    cck_targets,
     evidence,
 )
 from ._hooks import (
     SUITE_DIR,
     pytest_addoption,
+    pytest_collection_finish,
     pytest_collection_modifyitems,
     pytest_configure,
     pytest_load_initial_conftests,
@@ -43,17 +46,20 @@ from ._judge import Judgement
 from ._options import OPTIONS, resolve_settings
 from ._run import RUN_KEY, VERDICT_KEY, RunState, case_of
 from ._settings import SETTINGS_KEY, Settings
+from ._targets import TargetFactory
 
 __all__ = [
     # fixtures
     "cck_settings",
     "cck_target",
+    "cck_targets",
     "cck_make_target",
     "cck_client",
     "evidence",
     # settings and state
     "Settings",
     "SETTINGS_KEY",
+    "TargetFactory",
     "RunState",
     "RUN_KEY",
     "Judgement",
@@ -70,6 +76,7 @@ __all__ = [
     "pytest_report_header",
     "pytest_make_collect_report",
     "pytest_collection_modifyitems",
+    "pytest_collection_finish",
     "pytest_runtest_setup",
     "pytest_runtest_makereport",
     "pytest_sessionfinish",

@@ -14,21 +14,25 @@
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
 
+from cck.codec import CURRENT_VERSION
 from cck.conformance.clients import ClientUnderTest
 from cck.conformance.evidence import CaseEvidence
-from cck.conformance.targets import ManagedTarget, Target, Topology, make_target
-from cck.conformance.verdicts import Indeterminate, KitError, Unsupported, Verdict
+from cck.conformance.targets import ManagedTarget, Target, Topology
+from cck.conformance.verdicts import Indeterminate, KitError, Verdict
 
-from ._run import VERDICT_KEY
+from ._run import RUN_KEY, VERDICT_KEY
 from ._settings import SETTINGS_KEY, Settings
+from ._targets import PreflightError, TargetFactory, exit_for, preflight
 
-__all__ = ["cck_settings", "cck_target", "cck_make_target", "cck_client", "evidence", "EVIDENCE_KEY", "FRESH_MARKER",
-           "TargetPool"]
+__all__ = ["cck_settings", "cck_targets", "cck_target", "cck_make_target", "cck_client", "evidence", "EVIDENCE_KEY",
+           "FRESH_MARKER", "TargetPool"]
 
 EVIDENCE_KEY = pytest.StashKey[CaseEvidence]()
 #: a case that needs brokers nobody used before it and nobody uses after it
@@ -45,33 +49,52 @@ def cck_settings(pytestconfig: pytest.Config) -> Settings:
     return settings
 
 
-def _new_target(settings: Settings, tmp: pytest.TempPathFactory, topology: Topology | None) -> Target:
-    kind = settings.target
-    assert kind is not None
-    if kind == "url":
-        if topology is not None:
-            raise Unsupported("the case needs a broker configured by the kit (target reference or artemis)")
-        return make_target("url", url=settings.broker_url, version=settings.artemis_version)
-    version = settings.artemis_version if kind == "artemis" else None
-    return make_target(kind, version=version, workdir=tmp.mktemp(f"{kind}-"), topology=topology or Topology.single())
-
-
-def _start(target: Target) -> Target:
-    try:
-        target.start()
-    except Exception as exc:  # a broker that will not start leaves the verdict open, it is not a FAIL of the case
-        target.close()
-        raise Indeterminate(f"the target did not start: {exc}") from exc
-    return target
+#: the run's target factory, once a case asked for it (the evidence of each case takes its command runs from it)
+FACTORY_KEY = pytest.StashKey[TargetFactory]()
 
 
 @pytest.fixture(scope="session")
-def _cck_session_target(cck_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
-    target = _start(_new_target(cck_settings, tmp_path_factory, None))
+def cck_targets(cck_settings: Settings, tmp_path_factory: pytest.TempPathFactory,
+                pytestconfig: pytest.Config) -> TargetFactory:
+    """What makes every target of the run (and owns what they share: a target file's nodes, the command log)."""
+    factory = TargetFactory(cck_settings, tmp_path_factory.mktemp)
+    pytestconfig.stash[FACTORY_KEY] = factory
+    return factory
+
+
+@pytest.fixture(scope="session")
+def _cck_session_target(cck_targets: TargetFactory) -> Iterator[Target]:
+    target = cck_targets.started(None)
     try:
         yield target
     finally:
         target.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cck_preflight(pytestconfig: pytest.Config, request: pytest.FixtureRequest) -> None:
+    """Before the first test of an active run against brokers the user names (url, command): each of them answers
+    and opens a session, or the run ends at once with a usage error naming the broker and the cause."""
+    settings = pytestconfig.stash.get(SETTINGS_KEY, None)
+    if settings is None or settings.target not in ("url", "command") or not settings.preflight:
+        return
+    state = pytestconfig.stash.get(RUN_KEY, None)
+    version = min(CURRENT_VERSION, state.protocol_version or CURRENT_VERSION) if state else CURRENT_VERSION
+    try:
+        lines = preflight(settings, lambda: request.getfixturevalue("_cck_session_target"), version)
+    except PreflightError as exc:
+        exit_for(exc)
+    except Indeterminate as exc:  # the session target did not start
+        exit_for(PreflightError(str(exc)))
+    reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+    capture = pytestconfig.pluginmanager.get_plugin("capturemanager")
+    if reporter is None:
+        return
+    # the terminal, not the first test's captured output: the run's header says what the preflight found
+    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+        reporter.write_line("")
+        for line in lines:
+            reporter.write_line(line)
 
 
 @pytest.fixture
@@ -150,8 +173,8 @@ class TargetPool:
 # per module: the cases asking for one topology sit together in their group's module, and idle brokers kept
 # beyond it would only take CPU from the groups after it
 @pytest.fixture(scope="module")
-def _cck_target_pool(cck_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TargetPool]:
-    pool = TargetPool(lambda topology: _start(_new_target(cck_settings, tmp_path_factory, topology)))
+def _cck_target_pool(cck_targets: TargetFactory) -> Iterator[TargetPool]:
+    pool = TargetPool(cck_targets.started)
     try:
         yield pool
     finally:
@@ -168,11 +191,11 @@ def _left_as_found(request: pytest.FixtureRequest) -> bool:
 
 @pytest.fixture
 def cck_make_target(
-    cck_settings: Settings, _cck_target_pool: TargetPool, request: pytest.FixtureRequest
+    cck_targets: TargetFactory, _cck_target_pool: TargetPool, request: pytest.FixtureRequest
 ) -> Iterator[Callable[[Topology], Target]]:
-    if cck_settings.target == "url":  # before the pool: a url target has no topology to make
+    if not cck_targets.configures:  # before the pool: a url target has no topology to make
         def refuse(topology: Topology) -> Target:
-            raise Unsupported("the case needs a broker configured by the kit (target reference or artemis)")
+            return cck_targets.new(topology)  # raises Unsupported, naming what the target lacks
 
         yield refuse
         return
@@ -200,9 +223,16 @@ def cck_client(cck_settings: Settings) -> ClientUnderTest:
 
 
 @pytest.fixture
-def evidence(request: pytest.FixtureRequest) -> CaseEvidence:
+def evidence(request: pytest.FixtureRequest) -> Iterator[CaseEvidence]:
     case = getattr(request.node, "callspec", None)
     case_id = getattr(case.params.get("case"), "id", request.node.nodeid) if case is not None else request.node.nodeid
     recorder = CaseEvidence(case_id)
     request.node.stash[EVIDENCE_KEY] = recorder
-    return recorder
+    began = time.monotonic_ns()
+    yield recorder
+    # the target-file commands run while the case ran (a later fixture's teardown may add more: those belong to
+    # the case after it, which is when the broker they concern is used again)
+    factory = request.config.stash.get(FACTORY_KEY, None)
+    commands = factory.commands.since(began) if factory is not None else []
+    if commands:
+        recorder.note("commands", [record.to_json() for record in commands])

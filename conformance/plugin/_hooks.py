@@ -35,7 +35,7 @@ from ._deviations import (
 from ._fixtures import EVIDENCE_KEY, FRESH_MARKER
 from ._judge import Judgement, judge_phase, judge_teardown
 from ._options import add_options, conformance_option_given, settings_from_config
-from ._report import header_lines, summary_lines
+from ._report import header_lines, reach_lines, summary_lines, target_capabilities
 from ._run import RUN_KEY, VERDICT_KEY, CaseResult, RunState, case_of, new_run_id, python_version
 from ._settings import SETTINGS_KEY, Settings
 
@@ -47,6 +47,7 @@ __all__ = [
     "pytest_report_header",
     "pytest_make_collect_report",
     "pytest_collection_modifyitems",
+    "pytest_collection_finish",
     "pytest_runtest_setup",
     "pytest_runtest_makereport",
     "pytest_sessionfinish",
@@ -79,9 +80,23 @@ def _versions(settings: Settings) -> tuple[str | None, int | None]:
     """The target's version and core protocol version, as far as the kit knows them."""
     if settings.target == "reference":
         return kit_version(), CURRENT_VERSION
+    target_file = settings.target_file
+    if target_file is not None and target_file.broker == "reference":
+        return target_file.version, target_file.protocol_version or CURRENT_VERSION
+    if target_file is not None and target_file.protocol_version is not None:
+        return target_file.version, target_file.protocol_version
     version = settings.artemis_version
     info = load_versions()[1].get(version or "")
     return version, info.protocol_version if info is not None else None
+
+
+def _deviations_kind(settings: Settings) -> str:
+    """Whose known deviations apply: a target file running the reference broker or Artemis is that broker."""
+    assert settings.target is not None
+    target_file = settings.target_file
+    if target_file is not None and target_file.broker in ("reference", "artemis"):
+        return "reference" if target_file.broker == "reference" else "url"  # url: Artemis of the declared version
+    return settings.target
 
 
 def _check_clause_selection(settings: Settings, clauses: dict[str, Clause]) -> None:
@@ -111,7 +126,7 @@ def pytest_configure(config: pytest.Config) -> None:
     elif settings.client is not None:
         deviations_file = client_deviations_file(settings.client.name)
     else:
-        deviations_file = default_deviations_file(settings.target, settings.artemis_version)
+        deviations_file = default_deviations_file(_deviations_kind(settings), settings.artemis_version)
     try:
         deviations = load_deviations(deviations_file)
     except DeviationError as exc:
@@ -185,6 +200,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Say, before any case runs, how many of them the target lets give a verdict and what would unlock the rest."""
+    state = session.config.stash.get(RUN_KEY, None)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if state is None or reporter is None:
+        return
+    cases = [case for item in session.items if (case := case_of(item)) is not None]
+    assert state.settings.target is not None
+    capabilities = target_capabilities(state.settings.target, state.settings.target_file)
+    for line in reach_lines(cases, capabilities, state.settings.target_file):
+        reporter.write_line(line)
 
 
 @pytest.hookimpl(tryfirst=True)

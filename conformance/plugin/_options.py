@@ -18,7 +18,14 @@ import pytest
 
 from cck.conformance.clients import ClientUnderTest, parse_client
 from cck.conformance.oracles import DEFAULT_TOLERANCE, Tolerance
-from cck.conformance.targets import TARGET_KINDS, check_url, pinned_artemis_versions
+from cck.conformance.targets import (
+    TARGET_KINDS,
+    TargetFile,
+    TargetFileError,
+    check_url,
+    load_target_file,
+    pinned_artemis_versions,
+)
 
 from ._settings import Settings
 
@@ -54,7 +61,11 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     Option("target", "--target", f"the broker under test: {', '.join(TARGET_KINDS)} (default: url when --broker-url "
-           "is given; without a target the plugin is inert)", metavar="{" + ",".join(TARGET_KINDS) + "}"),
+           "is given, command when --target-file is; without a target the plugin is inert)",
+           metavar="{" + ",".join(TARGET_KINDS) + "}"),
+    Option("target_file", "--target-file", "target command: a TOML file naming the brokers you run and the commands "
+           "that start, stop, kill, configure them and read their log (implies --target command; see "
+           "docs/targets.md)", metavar="FILE"),
     Option("client", "--client", "judge a client instead of the broker: kit (the kit's own client) or "
            "artemis[@V] (the stock Artemis client of a pinned version); runs the client cases only, against "
            "--target (default: reference)", metavar="CLIENT"),
@@ -75,6 +86,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("clause", "--clause", "run only cases of clauses matching ID or GLOB (repeatable; env/ini: "
            "comma-separated)", kind="multi", metavar="ID_OR_GLOB"),
     # Not plain --strict: pytest itself owns that option (all of its strictness settings).
+    Option("skip_preflight", "--skip-preflight", "do not check, before the first case, that the brokers named by "
+           "--broker-url or --target-file answer and open a session (the run then judges whatever answers)",
+           kind="flag"),
     Option("strict", "--strict-should", "count a missed SHOULD (or MAY) as FAIL (default: PASS_LENIENT)",
            kind="flag"),
     Option("evidence_dir", "--evidence-dir", "write evidence (JSON Lines, allure results) under DIR/<run-id>/",
@@ -203,6 +217,13 @@ def _client(raw: _Raw, default_version: str, pins: tuple[str, ...]) -> ClientUnd
         raise raw.error(str(exc)) from None
 
 
+def _target_file(raw: _Raw, ini_dir: Path | None) -> TargetFile:
+    try:
+        return load_target_file(_path(raw, ini_dir))
+    except TargetFileError as exc:
+        raise pytest.UsageError(f"{raw.option.flag}: {exc} (from {raw.source})") from None
+
+
 def _url(raw: _Raw) -> str:
     try:
         return check_url(str(raw.value))
@@ -235,6 +256,16 @@ def resolve_settings(cli: Mapping[str, Any], env: Mapping[str, str], ini: Mappin
     if client is not None and target is None:
         target = "reference"  # a client is judged against the kit's reference broker unless told otherwise
         sources["target"] = f"implied by {sources['client']}"
+    target_file: TargetFile | None = get("target_file", lambda raw: _target_file(raw, ini_dir))
+    if target_file is not None and target is None:
+        target = "command"
+        sources["target"] = f"implied by {sources['target_file']}"
+    file_raw = raws["target_file"]
+    if file_raw is not None and target != "command":
+        raise file_raw.error(f"is only for target command, but the target is {target!r} (from {sources['target']})")
+    if target == "command" and target_file is None:
+        raise pytest.UsageError(f"--target: 'command' needs a target file: --target-file, env CCK_TARGET_FILE or ini "
+                                f"cck_target_file (target from {sources['target']})")
     url_raw = raws["broker_url"]
     if url_raw is not None and target != "url":
         raise url_raw.error(f"is only for target url, but the target is {target!r} (from {sources['target']})",
@@ -253,15 +284,20 @@ def resolve_settings(cli: Mapping[str, Any], env: Mapping[str, str], ini: Mappin
                                     "(pins: fixtures/artemis/versions.json)")
     elif target == "reference":
         version = None  # the reference broker is the kit's own version; nothing to choose
+    elif target == "command":
+        assert target_file is not None
+        if raws["artemis_version"] is not None:
+            raise raws["artemis_version"].error("is not for target command: its target file says its version")
+        version = target_file.version
     scale: float = get("timing_scale", _positive, 1.0)
     tolerance: Tolerance = get("timing_tolerance", _tolerance, DEFAULT_TOLERANCE)
     values.update(
-        target=target, artemis_version=version, broker_url=url, client=client,
-        user=get("broker_user", lambda raw: str(raw.value)),
-        password=get("broker_password", lambda raw: str(raw.value)),
+        target=target, artemis_version=version, broker_url=url, client=client, target_file=target_file,
+        user=get("broker_user", lambda raw: str(raw.value), target_file.user if target_file else None),
+        password=get("broker_password", lambda raw: str(raw.value), target_file.password if target_file else None),
         timing_scale=scale, tolerance=tolerance.scaled(scale),
         case_globs=get("case", _globs, ()), clauses=get("clause", _globs, ()),
-        strict=get("strict", _flag, False),
+        strict=get("strict", _flag, False), preflight=not get("skip_preflight", _flag, False),
         evidence_dir=get("evidence_dir", lambda raw: _path(raw, ini_dir)),
         deviations_file=get("deviations", lambda raw: _path(raw, ini_dir)),
         clause_table=get("clause_table", lambda raw: _path(raw, ini_dir)),

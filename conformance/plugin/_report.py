@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
+
+from cck.conformance.cases import Case
+from cck.conformance.targets import ALL_CAPABILITIES, COMMANDS, TargetFile, capabilities_of, unlocking_commands
 from cck.conformance.verdicts import Verdict
 
 from ._judge import first_line
 from ._run import RunState, subject_description
 
-__all__ = ["header_lines", "summary_lines", "EXIT_MEANING"]
+__all__ = ["header_lines", "reach_lines", "summary_lines", "target_capabilities", "EXIT_MEANING"]
 
 EXIT_MEANING = {
     0: "every case conforms",
@@ -32,6 +37,39 @@ def header_lines(state: RunState) -> list[str]:
     if settings.case_globs or settings.clauses:
         lines.append(f"core conformance: selected cases {', '.join(settings.case_globs) or '*'}; "
                      f"clauses {', '.join(settings.clauses) or '*'}")
+    return lines
+
+
+def target_capabilities(target: str, target_file: TargetFile | None) -> frozenset[str]:
+    """What a run's target lets the kit do: everything for the brokers it runs, what the file's commands allow."""
+    if target == "url":
+        return frozenset()
+    if target_file is not None:
+        return capabilities_of(target_file)
+    return ALL_CAPABILITIES
+
+
+def _unlock(capability: str, target_file: TargetFile | None) -> str:
+    if target_file is None:
+        commands = ", ".join(unlocking_commands(capability, frozenset()))
+        return f"a target file (--target-file) with {commands} commands"
+    offered = frozenset.intersection(*(n.commands.offered() for n in target_file.nodes))
+    missing = unlocking_commands(capability, offered)
+    return f"{' and '.join(missing)} command{'s' if len(missing) > 1 else ''} in {target_file.path.name}" + (
+        f" ({COMMANDS[missing[0]]})" if len(missing) == 1 else "")
+
+
+def reach_lines(cases: Sequence[Case], capabilities: frozenset[str], target_file: TargetFile | None) -> list[str]:
+    """How many of the selected cases can give a verdict with the capabilities offered, and what would unlock the
+    rest (the first capability each lacks, most needed first)."""
+    lacking = Counter(next(n for n in case.needs if n not in capabilities) for case in cases
+                      if not set(case.needs) <= capabilities)
+    reachable = len(cases) - sum(lacking.values())
+    offered = ", ".join(sorted(capabilities)) or "none (black box)"
+    lines = [f"core conformance: {reachable} of {len(cases)} cases can give a verdict with what the target offers "
+             f"({offered})"]
+    for capability, count in lacking.most_common():
+        lines.append(f"core conformance:   {count} more need {capability}: {_unlock(capability, target_file)}")
     return lines
 
 

@@ -97,6 +97,10 @@ def target_description(state: RunState) -> str:
         return f"Apache Artemis {state.target_version} (protocol {state.protocol_version}), managed by the kit"
     if settings.target == "reference":
         return f"reference broker {state.target_version} (protocol {state.protocol_version}), managed by the kit"
+    target_file = settings.target_file
+    if target_file is not None:
+        return (f"{target_file.broker} {state.target_version or 'unknown'} of target file {target_file.path} "
+                f"({len(target_file.nodes)} node{'s' if len(target_file.nodes) > 1 else ''}, run by its commands)")
     return f"url {settings.broker_url}, declared version {state.target_version or 'unknown'} (black box)"
 
 

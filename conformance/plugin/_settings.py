@@ -11,14 +11,17 @@ import pytest
 from cck.conformance.cases import Subject
 from cck.conformance.clients import ClientUnderTest
 from cck.conformance.oracles import DEFAULT_TOLERANCE, Tolerance
+from cck.conformance.targets import TargetFile
 
 __all__ = ["Settings", "SETTINGS_KEY"]
 
 
 @dataclass(frozen=True)
 class Settings:
-    #: ``url``, ``reference`` or ``artemis``; ``None`` when no conformance option was given (plugin inert).
+    #: ``url``, ``reference``, ``artemis`` or ``command``; ``None`` when no conformance option was given (inert).
     target: str | None = None
+    #: Target ``command``: the brokers the user runs and the commands that control them (``--target-file``).
+    target_file: TargetFile | None = None
     artemis_version: str | None = None
     broker_url: str | None = None
     user: str | None = None
@@ -31,6 +34,8 @@ class Settings:
     case_globs: tuple[str, ...] = ()
     clauses: tuple[str, ...] = ()
     strict: bool = False
+    #: Check, before the first case, that the brokers named (url, command) answer (``--skip-preflight``: no).
+    preflight: bool = True
     evidence_dir: Path | None = None
     #: A known-deviations file replacing the kit's file for the target (``conformance/deviations/``).
     deviations_file: Path | None = None
@@ -54,10 +59,12 @@ class Settings:
         """The settings as plain JSON-ready data for the evidence's run record (the password left out)."""
         return {
             "target": self.target, "artemis_version": self.artemis_version, "broker_url": self.broker_url,
+            "target_file": None if self.target_file is None else str(self.target_file.path),
             "subject": self.subject, "client": None if self.client is None else self.client.name,
             "user": self.user, "password": None if self.password is None else "***",
             "timing_scale": self.timing_scale, "tolerance": self.tolerance.to_dict(),
             "case_globs": list(self.case_globs), "clauses": list(self.clauses), "strict": self.strict,
+            "preflight": self.preflight,
             "evidence_dir": None if self.evidence_dir is None else str(self.evidence_dir),
             "deviations_file": None if self.deviations_file is None else str(self.deviations_file),
             "clause_table": None if self.clause_table is None else str(self.clause_table),

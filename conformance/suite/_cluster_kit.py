@@ -19,12 +19,11 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from cck.codec import CoreMessage, PropertyType, RoutingType, TypedProperties
-from cck.conformance.plugin import Settings
-from cck.conformance.targets import ManagedTarget, Topology, make_target
-from cck.conformance.verdicts import Indeterminate, NotObserved, Unsupported
+from cck.conformance.plugin import Settings, TargetFactory
+from cck.conformance.targets import ManagedTarget, Topology
+from cck.conformance.verdicts import NotObserved
 from cck.reference.client import Connection, Consumer, Delivery, Session, connect
 
 from ._kit import RESTARTING, client_settings, poll, poll_value, unique
@@ -68,11 +67,11 @@ ROUTING_TYPE_HEADER = "_AMQ_ROUTING_TYPE"
 class ClusterPool:
     """The one running cluster of a module: a case asks for a topology and gets the running target when it is
     the same, otherwise the old one is closed and a new one started (one cluster at a time: a 3-node JVM
-    cluster is all a small machine runs well).  Start failures are INDETERMINATE, a url target UNSUPPORTED."""
+    cluster is all a small machine runs well).  Start failures are INDETERMINATE, a target that takes no topology
+    of the kit's (url; command without apply_config) UNSUPPORTED."""
 
-    def __init__(self, settings: Settings, workdir: Callable[[str], Path]) -> None:
-        self.settings = settings
-        self.workdir = workdir
+    def __init__(self, targets: TargetFactory) -> None:
+        self.targets = targets
         self.topology: Topology | None = None
         self.target: ManagedTarget | None = None
         self.starts = 0
@@ -81,16 +80,7 @@ class ClusterPool:
         if self.target is not None and self.topology == topology and all(n.is_running for n in self.target.nodes):
             return self.target
         self.close()
-        kind = self.settings.target
-        if kind not in ("reference", "artemis"):
-            raise Unsupported("cluster cases need brokers the kit configures and starts (target reference or artemis)")
-        version = self.settings.artemis_version if kind == "artemis" else None
-        target = make_target(kind, version=version, workdir=self.workdir(f"{kind}-cluster-"), topology=topology)
-        try:
-            target.start()
-        except Exception as exc:
-            target.close()
-            raise Indeterminate(f"the cluster did not start: {exc}") from exc
+        target = self.targets.started(topology)  # UNSUPPORTED on a target that takes no topology of the kit's
         assert isinstance(target, ManagedTarget), target
         self.topology, self.target = topology, target
         self.starts += 1

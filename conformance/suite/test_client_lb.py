@@ -19,9 +19,8 @@ import pytest
 from cck.conformance.cases import Case, cases
 from cck.conformance.clients import ClientUnderTest
 from cck.conformance.evidence import CaseEvidence
-from cck.conformance.plugin import Settings
-from cck.conformance.targets import ManagedTarget, Target, Topology, make_target
-from cck.conformance.verdicts import Indeterminate, Unsupported
+from cck.conformance.plugin import Settings, TargetFactory
+from cck.conformance.targets import ManagedTarget, Target, Topology
 from cck.reference.client import (
     FIRST_ELEMENT,
     RANDOM,
@@ -45,19 +44,9 @@ POLICY = {"round-robin": ROUND_ROBIN, "random": RANDOM, "random-sticky": RANDOM_
 
 
 @pytest.fixture(scope="module")
-def lb_cluster(cck_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+def lb_cluster(cck_targets: TargetFactory) -> Iterator[Target]:
     """One started three-node cluster for every case of the module (a JVM cluster takes long to start)."""
-    kind = cck_settings.target
-    if kind is None or kind == "url":
-        raise Unsupported("the case needs a cluster configured by the kit (target reference or artemis)")
-    version = cck_settings.artemis_version if kind == "artemis" else None
-    target = make_target(kind, version=version, workdir=tmp_path_factory.mktemp(f"{kind}-lb-"),
-                         topology=Topology.cluster_of(NODES))
-    try:
-        target.start()
-    except Exception as exc:  # a broker that will not start leaves the verdict open
-        target.close()
-        raise Indeterminate(f"the target did not start: {exc}") from exc
+    target = cck_targets.started(Topology.cluster_of(NODES))
     try:
         yield target
     finally:

@@ -75,7 +75,8 @@ TOPOLOGY = tuple(
     Case(f"ha.topology.{n}", "ha.backup-candidates-current" if step == "backup-gone" else "ha.backup-candidates",
          f"{policy} pair; the client connects to the primary only and subscribes to the topology"
          + _TOPOLOGY_HOW[step], _TOPOLOGY_EXPECT[step],
-         needs=("config",) if step == "paired" else ("config", "restart"), params={"policy": policy, "step": step})
+         needs=("config", "log") if step == "paired" else ("config", "log", "restart"),
+         params={"policy": policy, "step": step})
     for n, (policy, step) in enumerate(_TOPOLOGY_ROWS, 1)
 )
 
@@ -123,7 +124,7 @@ FAILOVER = tuple(
          + {"durable": f"all {COUNT} durable messages are on the backup, each exactly once",
             "mixed": f"the {COUNT // 2} durable messages are on the backup, each once; the non-durable ones are gone"}[
              kind],
-         needs=("config", "kill"), params={"policy": policy, "kind": kind})
+         needs=("config", "log", "kill"), params={"policy": policy, "kind": kind})
     for n, (policy, kind) in enumerate(((p, k) for p in POLICIES for k in ("durable", "mixed")), 1)
 )
 
@@ -173,7 +174,7 @@ LATE_BACKUP = tuple(
          + f"; once the primary's topology names it the client sends {COUNT} more; the kit kills the primary",
          f"the client reaches the backup within the deadline and all {2 * COUNT} messages are there, each exactly "
          "once: what the primary held before its backup existed is not lost",
-         needs=("config", "kill", "restart"), params={"policy": policy})
+         needs=("config", "log", "kill", "restart"), params={"policy": policy})
     for n, policy in enumerate(POLICIES, 1)
 )
 
@@ -222,7 +223,7 @@ CONSUMER = tuple(
          f"{COUNT} more",
          f"the same consumer receives on the backup the {COUNT} messages sent after the failover, each exactly once "
          "and counted as a first delivery, and none of those it acknowledged on the primary",
-         needs=("config", "kill"), params={"policy": policy})
+         needs=("config", "log", "kill"), params={"policy": policy})
     for n, policy in enumerate(POLICIES, 1)
 )
 
@@ -277,7 +278,7 @@ RESUME = tuple(
          "and its message is the next one the consumer receives; the unacknowledged message is not delivered "
          "again, and acknowledging it on the resumed session leaves the queue empty; a recreated session (what a "
          "backup without session state does) is reported as such",
-         needs=("config", "kill"), params={"policy": policy})
+         needs=("config", "log", "kill"), params={"policy": policy})
     for n, policy in enumerate(("replication",), 1)
 )
 

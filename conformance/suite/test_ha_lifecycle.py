@@ -90,7 +90,7 @@ FAILBACK = tuple(
          + {"producer": f"all {2 * COUNT} messages are on the primary afterwards, each exactly once",
             "consumer": f"the consumer keeps receiving across both moves: all {3 * COUNT} messages, each exactly "
                         "once, none left on the primary"}[variant],
-         needs=("config", "kill", "restart"), params={"policy": policy, "variant": variant})
+         needs=("config", "log", "kill", "restart"), params={"policy": policy, "variant": variant})
     for n, (policy, variant) in enumerate(((p, v) for p in POLICIES for v in ("producer", "consumer")), 1)
 )
 
@@ -161,7 +161,7 @@ SHUTDOWN = tuple(
          (f"the backup stays passive: for {PASSIVE_S:.0f} s the client reaches no server and the backup's acceptor "
           "refuses connections; once the primary is started again the client reconnects to it and finds the "
           f"{COUNT} messages there, each exactly once"),
-         needs=("config", "restart"), params={"policy": policy, "failover": failover})
+         needs=("config", "log", "restart"), params={"policy": policy, "failover": failover})
     for n, (policy, failover) in enumerate(SHUTDOWN_ROWS, 1)
 )
 
@@ -236,7 +236,7 @@ RESTART_ALL = tuple(
                      "the recreated session's consumer",
           "mixed": f"the {COUNT // 2} durable messages are back on the primary, each once; the non-durable ones "
                    "are gone"}[kind],
-         needs=("config", "kill", "restart"), params={"policy": policy, "kind": kind})
+         needs=("config", "log", "kill", "restart"), params={"policy": policy, "kind": kind})
     for n, (policy, (kind, clause)) in enumerate(
         ((p, k) for p in POLICIES for k in (("recreate", "restart.recreate"),
                                             ("durable", "restart.durable-messages"),
@@ -283,7 +283,7 @@ NO_SURVIVOR = tuple(
          "and then the primary (SIGKILL) and keeps both down",
          "the failure listener is told, the client makes its reconnect attempts over the primary and the backup and "
          "gives up; a call on the session then fails",
-         needs=("config", "kill"), subject="client", params={"policy": policy})
+         needs=("config", "log", "kill"), subject="client", params={"policy": policy})
     for n, policy in enumerate(POLICIES, 1)
 )
 

@@ -21,8 +21,8 @@ from cck.conformance.cases import Case, cases
 from cck.conformance.evidence import CaseEvidence
 from cck.conformance.faults import Blackhole, FaultProxy
 from cck.conformance.oracles import History
-from cck.conformance.plugin import Settings
-from cck.conformance.targets import ClusterSpec, ManagedTarget, free_ports
+from cck.conformance.plugin import Settings, TargetFactory
+from cck.conformance.targets import ClusterSpec, ManagedTarget
 
 from ._ha_kit import CASE_S, MakeTarget, Policy, acceptor, on_primary, pair, refuses
 from ._kit import (
@@ -73,14 +73,14 @@ PARTITION = tuple(
          if _protected(policy, lock) else
          ("the primary carries on: the second send is confirmed and both messages are received from it, once each; "
           "whether the backup activated as well (a split brain) is recorded as evidence"),
-         needs=("config",), params={"policy": policy, "lock_manager": lock})
+         needs=("config", "log"), params={"policy": policy, "lock_manager": lock})
     for n, (policy, lock) in enumerate(ROWS, 1)
 )
 
 
 @cases(*PARTITION)
 def test_a_partition_between_the_servers(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
-                                         evidence: CaseEvidence) -> None:
+                                         cck_targets: TargetFactory, evidence: CaseEvidence) -> None:
     policy: Policy = case.params["policy"]
     lock_manager: bool = case.params["lock_manager"]
     protected = _protected(policy, lock_manager)
@@ -89,7 +89,7 @@ def test_a_partition_between_the_servers(case: Case, cck_make_target: MakeTarget
 
     async def scenario() -> None:
         # the acceptors' ports are chosen first: each proxy must know the server it stands for before they start
-        primary_port, backup_port = free_ports(2)
+        primary_port, backup_port = cck_targets.ports(2)
         async with FaultProxy("127.0.0.1", backup_port) as to_backup, \
                 FaultProxy("127.0.0.1", primary_port) as to_primary:
             cluster = ClusterSpec(check_period_ms=CHECK_PERIOD_MS, connection_ttl_ms=CONNECTION_TTL_MS,

@@ -96,7 +96,7 @@ TRANSACTION = tuple(
          "the commit fails with a transaction-rolled-back error (the work was done on the server that failed)"
          + ("; the retried transaction commits and each message is on the backup exactly once" if retry
             else " and none of the messages is on the backup"),
-         needs=("config", "kill"), params={"policy": policy, "retry": retry})
+         needs=("config", "log", "kill"), params={"policy": policy, "retry": retry})
     for n, (policy, retry) in enumerate(((p, r) for p in POLICIES for r in (False, True)), 1)
 )
 
@@ -108,7 +108,7 @@ TX_ACK = tuple(
          "and commits",
          "the first commit raises TransactionRolledBack; the same messages are delivered again "
          + _redelivered_mark(count_first) + "; the second commit succeeds and the backup's queue is then empty",
-         needs=("config", "kill"), params={"policy": policy, "count_first": count_first})
+         needs=("config", "log", "kill"), params={"policy": policy, "count_first": count_first})
     for n, (policy, count_first) in enumerate(((p, c) for p in POLICIES for c in (False, True)), 1)
 )
 
@@ -120,7 +120,7 @@ CLIENT_ACK = tuple(
          "once the client failed over, the recreated consumer receives the same messages again, first "
          "unacknowledged first, " + _redelivered_mark(count_first)
          + "; once they are acknowledged the backup's queue is empty",
-         needs=("config", "kill"), params={"policy": policy, "count_first": count_first})
+         needs=("config", "log", "kill"), params={"policy": policy, "count_first": count_first})
     for n, (policy, count_first) in enumerate(((p, c) for p in POLICIES for c in (False, True)), 1)
 )
 
@@ -143,7 +143,7 @@ COMMIT_IN_FLIGHT = tuple(
          + ("the retried commit succeeds, or is refused as holding duplicate IDs (the first commit took effect); "
             "either way each message is on the backup exactly once" if duplicates
             else "the transaction is all or nothing on the backup and no message is there twice"),
-         needs=("config", "kill"), params={"policy": policy, "lost": lost, "duplicates": duplicates})
+         needs=("config", "log", "kill"), params={"policy": policy, "lost": lost, "duplicates": duplicates})
     for n, (policy, duplicates, lost) in enumerate(
         ((p, d, w) for p in POLICIES for d in (False, True) for w in ("request", "answer")), 1)
 )
@@ -177,7 +177,7 @@ _XA_ROWS: tuple[tuple[str, str, str, str, str], ...] = (
 
 XA = tuple(
     Case(f"ha.xa.{n}", clause, f"{policy} pair; {work}; the kit kills the primary; once the client failed over, {then}",
-         expect, needs=("config", "kill"), params={"policy": policy, "shape": shape})
+         expect, needs=("config", "log", "kill"), params={"policy": policy, "shape": shape})
     for n, (policy, (shape, clause, work, then, expect)) in enumerate(((p, r) for p in POLICIES for r in _XA_ROWS),
                                                                       1)
 )

@@ -3,6 +3,7 @@
 * ``url`` — a broker the kit does not control (:class:`UrlTarget`): black-box cases only.
 * ``reference`` — the kit's reference broker, one process per node (:class:`ReferenceTarget`).
 * ``artemis`` — Apache Artemis of a pinned version, one instance per node (:class:`ArtemisTarget`).
+* ``command`` — brokers the user runs, controlled through the commands of a target file (:class:`CommandTarget`).
 
 The managed ones are configured from a :class:`Topology` rendered to one broker.xml per node
 by the template in ``fixtures/brokers/`` (the same file for either broker), and can start, stop,
@@ -26,13 +27,17 @@ from ._base import (
     CONFIG,
     CONTROL,
     KILL,
+    LOG,
     RESTART,
     STOP_DEADLINE_S,
     ManagedNode,
     ManagedTarget,
     Node,
+    ProcessNode,
     Target,
 )
+from ._command import CommandBench, CommandNode, CommandTarget
+from ._commands import BUILTIN_PLACEHOLDERS, CommandFailed, CommandLog, CommandRecord
 from ._config import (
     LEGACY_LOCK_MANAGER_CLASS,
     LOCK_MANAGER_CLASS,
@@ -47,6 +52,16 @@ from ._factory import TARGET_KINDS, make_target
 from ._netns import netns_unavailable
 from ._process import free_ports, launch_counts
 from ._reference import REFERENCE_START_DEADLINE_S, ReferenceNode, ReferenceTarget, kit_version
+from ._target_file import (
+    COMMANDS,
+    TargetFile,
+    TargetFileError,
+    capabilities_of,
+    example_text,
+    load_target_file,
+    parse_target_file,
+    unlocking_commands,
+)
 from ._topology import (
     PERMISSIONS,
     AddressSetting,
@@ -71,12 +86,29 @@ __all__ = [
     "Node",
     "ManagedTarget",
     "ManagedNode",
+    "ProcessNode",
     "ReferenceTarget",
     "ReferenceNode",
     "ArtemisTarget",
     "ArtemisNode",
     "UrlTarget",
     "UrlNode",
+    "CommandTarget",
+    "CommandNode",
+    "CommandBench",
+    # target files and their commands
+    "TargetFile",
+    "TargetFileError",
+    "COMMANDS",
+    "BUILTIN_PLACEHOLDERS",
+    "load_target_file",
+    "example_text",
+    "parse_target_file",
+    "capabilities_of",
+    "unlocking_commands",
+    "CommandLog",
+    "CommandRecord",
+    "CommandFailed",
     "check_url",
     "kit_version",
     "pinned_artemis_versions",
@@ -88,6 +120,7 @@ __all__ = [
     "RESTART",
     "KILL",
     "CONFIG",
+    "LOG",
     "ALL_CAPABILITIES",
     # errors
     "TargetError",

@@ -14,16 +14,17 @@ import os
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 from cck.conformance.artemis.distribution import ArtemisError, Distribution, ensure_distribution, load_versions
 
 from ._artemis_launch import FAST_START_JAVA_ARGS, LaunchError, LaunchKit, instantiate, prepare_launch_kit
-from ._base import STOP_DEADLINE_S, ManagedNode, ManagedTarget
+from ._base import STOP_DEADLINE_S, ManagedTarget, ProcessNode
 from ._config import LEGACY_LOCK_MANAGER_CLASS, LOCK_MANAGER_CLASS, write_etc
 from ._errors import NodeStartError, TargetError
 from ._topology import NodeSpec, Topology
 
-__all__ = ["ARTEMIS_START_DEADLINE_S", "ArtemisNode", "ArtemisTarget", "pinned_artemis_versions"]
+__all__ = ["ARTEMIS_START_DEADLINE_S", "ArtemisNode", "ArtemisTarget", "etc_options", "pinned_artemis_versions"]
 
 ARTEMIS_START_DEADLINE_S = 90.0
 # small heaps so a three-node cluster fits beside the test run; the default JIT (C1 only changed a
@@ -45,6 +46,17 @@ LOCK_MANAGER_RENAMED = (2, 37, 0)
 
 def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split(".")[:3])
+
+
+def etc_options(version: str) -> dict[str, Any]:
+    """``write_etc``'s version-dependent arguments for Artemis ``version`` (a version the kit cannot read, such as
+    "unknown", is taken to be a current one)."""
+    try:
+        key = _version_key(version)
+    except ValueError:
+        key = (999,)
+    return {"topology_scanner": key >= TOPOLOGY_SCANNER_SINCE,
+            "lock_manager_class": LOCK_MANAGER_CLASS if key >= LOCK_MANAGER_RENAMED else LEGACY_LOCK_MANAGER_CLASS}
 
 
 def _protocol_version(version: str) -> int:
@@ -82,7 +94,7 @@ def _training_etc(topology_scanner: bool, etc: Path, data: Path, port: int) -> N
     write_etc(Topology.single(NodeSpec(port=port, data_dir=data)), "node0", etc, topology_scanner=topology_scanner)
 
 
-class ArtemisNode(ManagedNode):
+class ArtemisNode(ProcessNode):
     # AMQ221007 "Server is now active" (2.44.0) / "Server is now live" (2.28.0): the same message id
     ready = re.compile(r"AMQ221007")
     # an HA backup: AMQ221109 "Backup Server ... started; waiting for primary to fail" (shared store), AMQ221024
@@ -112,10 +124,7 @@ class ArtemisNode(ManagedNode):
         if not (self.instance / "bin" / "artemis").exists():
             assert self.spec.data_dir is not None
             instantiate(kit, self.instance, self.spec.data_dir)
-        version = _version_key(self._distribution.version)
-        write_etc(self.topology, self.name, self.instance / "etc", topology_scanner=version >= TOPOLOGY_SCANNER_SINCE,
-                  lock_manager_class=LOCK_MANAGER_CLASS if version >= LOCK_MANAGER_RENAMED
-                  else LEGACY_LOCK_MANAGER_CLASS)
+        write_etc(self.topology, self.name, self.instance / "etc", **etc_options(self._distribution.version))
 
     def _argv(self) -> list[str]:
         return [str(self.instance / "bin" / "artemis"), "run"]

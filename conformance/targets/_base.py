@@ -32,9 +32,11 @@ __all__ = [
     "CONTROL",
     "KILL",
     "RESTART",
+    "LOG",
     "ManagedNode",
     "ManagedTarget",
     "Node",
+    "ProcessNode",
     "Target",
 ]
 
@@ -46,7 +48,9 @@ RESTART: Final = "restart"
 KILL: Final = "kill"
 #: the kit generates the broker configuration from the topology
 CONFIG: Final = "config"
-ALL_CAPABILITIES: Final = frozenset({CONTROL, RESTART, KILL, CONFIG})
+#: the kit reads the broker's log as it writes it (an HA backup says it is passive, synchronised, active only there)
+LOG: Final = "log"
+ALL_CAPABILITIES: Final = frozenset({CONTROL, RESTART, KILL, CONFIG, LOG})
 
 STOP_DEADLINE_S = 30.0
 LOG_TAIL_LINES = 60
@@ -104,6 +108,77 @@ class Node(ABC):
 
 
 class ManagedNode(Node):
+    """A broker the kit starts, stops and configures from a topology node (``spec``): a process of its own
+    (:class:`ProcessNode`) or one the user runs, controlled through the commands of a target file."""
+
+    def __init__(
+        self, spec: NodeSpec, topology: Topology, node_dir: Path, *, start_deadline_s: float, stop_deadline_s: float
+    ) -> None:
+        super().__init__(spec.name)
+        self.spec = spec
+        self.topology = topology
+        self.node_dir = node_dir
+        self.start_deadline_s = start_deadline_s
+        self.stop_deadline_s = stop_deadline_s
+        #: how many times the broker was started: a case that left it as it found it left this unchanged
+        self.starts = 0
+        #: whether the running server serves (False: it started passive and has not taken over yet)
+        self.active = False
+
+    @property
+    def url(self) -> str:
+        return self.spec.url
+
+    @abstractmethod
+    def _log_stream(self) -> BrokerProcess | None:
+        """What reads the broker's output of its current run (None: it is not running)."""
+
+    @abstractmethod
+    def _patterns(self) -> tuple[re.Pattern[str], re.Pattern[str] | None, re.Pattern[str] | None]:
+        """The lines that say the broker is active, passive (an HA backup) and synchronised (a replication backup)."""
+
+    def wait_active(self, deadline_s: float) -> None:
+        """Until a passive server (a backup) says it is active; at once if it already is (its last line saying
+        either way says active: a backup that took over and handed back is passive again).  NodeStartError when
+        it ends or stays passive past the deadline (the process is left as it is)."""
+        process = self._log_stream()
+        ready, passive, _ = self._patterns()
+        if process is None or not process.running:
+            raise NodeStartError(self.name, "is not running, so it cannot become active", self.logs(LOG_TAIL_LINES))
+        since = 0
+        if passive is not None:
+            for index, line in enumerate(process.later_lines()):
+                if passive.search(line):
+                    self.active, since = False, index + 1
+                elif ready.search(line):
+                    self.active, since = True, index + 1
+        if self.active:
+            return
+        try:
+            process.wait_line(ready, deadline_s, since=since)
+        except (ExitedEarly, NotReady) as exc:
+            raise NodeStartError(self.name, f"did not become active: {exc}", self.logs(LOG_TAIL_LINES)) from None
+        self.active = True
+
+    def wait_synced(self, deadline_s: float) -> None:
+        """Until a replication backup says it holds its primary's state (the line may be the one its start
+        waited for); NodeStartError when it ends first or the deadline passes."""
+        process = self._log_stream()
+        synced = self._patterns()[2]
+        if synced is None:
+            raise TargetError(f"node {self.name!r}: this kind of broker says nothing the kit reads as synchronised")
+        if process is None or not process.running:
+            raise NodeStartError(self.name, "is not running, so it cannot synchronise", self.logs(LOG_TAIL_LINES))
+        if synced.search("".join(process.startup)):
+            return
+        try:
+            process.wait_line(synced, deadline_s)
+        except (ExitedEarly, NotReady) as exc:
+            raise NodeStartError(self.name, f"did not synchronise: {exc}", self.logs(LOG_TAIL_LINES)) from None
+
+
+
+class ProcessNode(ManagedNode):
     """A broker process the kit runs: subclasses say how to prepare, launch and recognise it."""
 
     ready: ClassVar[re.Pattern[str]]
@@ -118,23 +193,14 @@ class ManagedNode(Node):
     def __init__(
         self, spec: NodeSpec, topology: Topology, node_dir: Path, *, start_deadline_s: float, stop_deadline_s: float
     ) -> None:
-        super().__init__(spec.name)
-        self.spec = spec
-        self.topology = topology
-        self.node_dir = node_dir
-        self.start_deadline_s = start_deadline_s
-        self.stop_deadline_s = stop_deadline_s
+        super().__init__(spec, topology, node_dir, start_deadline_s=start_deadline_s, stop_deadline_s=stop_deadline_s)
         self.log_file = node_dir / "broker.log"
         self.last_exit_code: int | None = None
         self._tail: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
         self._process: BrokerProcess | None = None
         self._prepared = False
-        #: how many times the broker was launched: a case that left it as it found it left this unchanged
-        self.starts = 0
         #: turns the broker's command line into one that runs it elsewhere (a network namespace)
         self.launcher: Callable[[list[str]], list[str]] | None = None
-        #: whether the running server serves (False: it started passive and has not taken over yet)
-        self.active = False
 
     # ---------------------------------------------------------------- what a kind of broker defines
 
@@ -152,15 +218,17 @@ class ManagedNode(Node):
         """A server that forks this broker from an interpreter that has imported it already (None: launch it)."""
         return None
 
+    def _log_stream(self) -> BrokerProcess | None:
+        return self._process
+
+    def _patterns(self) -> tuple[re.Pattern[str], re.Pattern[str] | None, re.Pattern[str] | None]:
+        return self.ready, self.passive, self.synced
+
     def _check_ready(self, match: re.Match[str], startup: str) -> None:
         """Called with the ready line's match and this run's output up to it; raise TargetError if
         they show something wrong."""
 
     # ---------------------------------------------------------------- Node
-
-    @property
-    def url(self) -> str:
-        return self.spec.url
 
     @property
     def is_running(self) -> bool:
@@ -198,43 +266,6 @@ class ManagedNode(Node):
         except BaseException:
             self.last_exit_code = process.kill(self.stop_deadline_s)
             raise
-
-    def wait_active(self, deadline_s: float) -> None:
-        """Until a passive server (a backup) says it is active; at once if it already is (its last line saying
-        either way says active: a backup that took over and handed back is passive again).  NodeStartError when
-        it ends or stays passive past the deadline (the process is left as it is)."""
-        process = self._process
-        if process is None or not process.running:
-            raise NodeStartError(self.name, "is not running, so it cannot become active", self.logs(LOG_TAIL_LINES))
-        since = 0
-        if self.passive is not None:
-            for index, line in enumerate(process.later_lines()):
-                if self.passive.search(line):
-                    self.active, since = False, index + 1
-                elif self.ready.search(line):
-                    self.active, since = True, index + 1
-        if self.active:
-            return
-        try:
-            process.wait_line(self.ready, deadline_s, since=since)
-        except (ExitedEarly, NotReady) as exc:
-            raise NodeStartError(self.name, f"did not become active: {exc}", self.logs(LOG_TAIL_LINES)) from None
-        self.active = True
-
-    def wait_synced(self, deadline_s: float) -> None:
-        """Until a replication backup says it holds its primary's state (the line may be the one its start
-        waited for); NodeStartError when it ends first or the deadline passes."""
-        process = self._process
-        if self.synced is None:
-            raise TargetError(f"node {self.name!r}: this kind of broker says nothing the kit reads as synchronised")
-        if process is None or not process.running:
-            raise NodeStartError(self.name, "is not running, so it cannot synchronise", self.logs(LOG_TAIL_LINES))
-        if self.synced.search("".join(process.startup)):
-            return
-        try:
-            process.wait_line(self.synced, deadline_s)
-        except (ExitedEarly, NotReady) as exc:
-            raise NodeStartError(self.name, f"did not synchronise: {exc}", self.logs(LOG_TAIL_LINES)) from None
 
     def stop(self) -> None:
         process = self._process
@@ -375,8 +406,9 @@ class ManagedTarget(Target):
 
     topology: Topology  # resolved: every port and data directory chosen
 
-    def __init__(self, version: str, protocol_version: int, topology: Topology, workdir: Path) -> None:
-        super().__init__(version, ALL_CAPABILITIES, None, protocol_version)
+    def __init__(self, version: str, protocol_version: int | None, topology: Topology, workdir: Path, *,
+                 capabilities: frozenset[str] = ALL_CAPABILITIES) -> None:
+        super().__init__(version, capabilities, None, protocol_version)
         self.workdir = workdir.absolute()
         self.network: NetnsNetwork | None = None
         if topology.network == "netns":
@@ -387,11 +419,16 @@ class ManagedTarget(Target):
             self.network = NetnsNetwork(plan)
         # ports and data directories are fixed now: a restarted node keeps its URL and its data,
         # and the nodes of a cluster name each other in their configuration
-        self.topology = topology.resolve(self.workdir, free_ports, lambda n: free_ports(n, kind=socket.SOCK_DGRAM))
+        self.topology = self._resolve(topology)
         self._nodes = tuple(self._make_node(spec, self.workdir / spec.name) for spec in self.topology.nodes)
         if self.network is not None:
             for node in self._nodes:
+                assert isinstance(node, ProcessNode), "only a broker the kit runs itself runs in a namespace"
                 node.launcher = functools.partial(self.network.wrap, node.name)
+
+    def _resolve(self, topology: Topology) -> Topology:
+        """The topology with every port and data directory chosen (free ports; data under the workdir)."""
+        return topology.resolve(self.workdir, free_ports, lambda n: free_ports(n, kind=socket.SOCK_DGRAM))
 
     @property
     def kit_address(self) -> str:
@@ -421,15 +458,15 @@ class ManagedTarget(Target):
         try:
             # an HA pair's primary first: a backup started with it could take the shared store, or find no one
             # to replicate from
-            _run_all([n for n in stopped if n.name not in backups], ManagedNode.start)
-            _run_all([n for n in stopped if n.name in backups], ManagedNode.start)
+            _run_all([n for n in stopped if n.name not in backups], lambda node: node.start())
+            _run_all([n for n in stopped if n.name in backups], lambda node: node.start())
         except BaseException:
             for node in stopped:
                 node.close()
             raise
 
     def stop(self) -> None:
-        _run_all([n for n in self._nodes if n.is_running], ManagedNode.stop)
+        _run_all([n for n in self._nodes if n.is_running], lambda node: node.stop())
 
     def close(self) -> None:
         for node in self._nodes:

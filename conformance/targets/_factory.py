@@ -7,13 +7,14 @@ from pathlib import Path
 
 from ._artemis import ArtemisTarget, pinned_artemis_versions
 from ._base import Target
+from ._command import CommandBench, CommandTarget
 from ._reference import ReferenceTarget, kit_version
 from ._topology import Topology
 from ._url import UrlTarget
 
 __all__ = ["TARGET_KINDS", "make_target"]
 
-TARGET_KINDS = ("url", "reference", "artemis")
+TARGET_KINDS = ("url", "reference", "artemis", "command")
 
 
 def make_target(
@@ -23,6 +24,7 @@ def make_target(
     url: str | None = None,
     workdir: Path | None = None,
     topology: Topology | None = None,
+    bench: CommandBench | None = None,
 ) -> Target:
     """A target, not started yet (use it as a context manager, or ``start()`` and ``close()``).
 
@@ -30,6 +32,7 @@ def make_target(
       a topology or workdir is refused: the kit does not configure that broker.
     * ``reference``: needs ``workdir``; ``version`` may only be the kit's own.
     * ``artemis``: needs ``workdir``; ``version`` is a pinned one (default: the pins' default).
+    * ``command``: needs ``bench`` (the nodes of a target file) and ``workdir``; the version is the file's.
     """
     if kind not in TARGET_KINDS:
         raise ValueError(f"unknown target kind {kind!r}: use one of {', '.join(TARGET_KINDS)}")
@@ -46,6 +49,12 @@ def make_target(
         raise ValueError(f"target {kind!r} runs its own brokers and picks their ports; a URL is only for target 'url'")
     if workdir is None:
         raise ValueError(f"target {kind!r} needs a workdir for its brokers' configuration, data and logs")
+    if kind == "command":
+        if bench is None:
+            raise ValueError("target 'command' needs the nodes of a target file (a CommandBench)")
+        if version is not None:
+            raise ValueError("target 'command' is the version its target file says")
+        return CommandTarget(bench, topology, workdir)
     if kind == "reference":
         mine = kit_version()
         if version is not None and version != mine:

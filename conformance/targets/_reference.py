@@ -12,7 +12,7 @@ from pathlib import Path
 import cck
 from cck.codec import CURRENT_VERSION
 
-from ._base import STOP_DEADLINE_S, ManagedNode, ManagedTarget
+from ._base import STOP_DEADLINE_S, ManagedTarget, ProcessNode
 from ._config import write_etc
 from ._errors import TargetError
 from ._forkserver import ForkServer, fork_server
@@ -34,7 +34,7 @@ def kit_version() -> str:
         return "0+unknown"
 
 
-class ReferenceNode(ManagedNode):
+class ReferenceNode(ProcessNode):
     # printed once the acceptor is bound (reference/__main__.py)
     ready = re.compile(r"reference broker listening on (\S+):(\d+)")
     # a shared-store backup (or a primary whose backup took over) waits for the store's lock

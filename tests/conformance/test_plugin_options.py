@@ -3,6 +3,7 @@ bad value.  ``resolve_settings`` is pure, so no pytest run is needed."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -109,8 +110,8 @@ def test_paths_in_the_ini_file_are_relative_to_it(tmp_path: Path) -> None:
         ({"timing_tolerance": "100"}, {}, {}, "--timing-tolerance: '100' is not ABS_MS,REL"),
         ({}, {"CCK_TIMING_TOLERANCE": "a,b"}, {}, "(from env CCK_TIMING_TOLERANCE)"),
         ({"timing_tolerance": "-5,0.1"}, {}, {}, "--timing-tolerance: '-5,0.1' is not ABS_MS,REL"),
-        ({"target": "rabbit"}, {}, {}, "--target: 'rabbit' is not a target: use one of url, reference, artemis "
-                                       "(from --target)"),
+        ({"target": "rabbit"}, {}, {}, "--target: 'rabbit' is not a target: use one of url, reference, artemis, "
+                                       "command (from --target)"),
         ({}, {"CCK_BROKER_URL": "http://h:1"}, {}, "--broker-url: 'http://h:1' is not a broker URL"),
         ({}, {}, {"broker_url": "tcp://h"}, "(from ini cck_broker_url)"),
         ({"target": "reference"}, {"CCK_BROKER_URL": "tcp://h:1"}, {},
@@ -173,3 +174,26 @@ def test_the_default_tolerance_is_from_the_measured_error() -> None:
     assert all(DEFAULT_TOLERANCE.allowed_ms(expected) < expected for expected in range(50, 10_001))
     assert DEFAULT_TOLERANCE.blind_below_ms() < 50
     assert resolve({"timing_scale": "2"}).tolerance.blind_below_ms() == pytest.approx(50 / 0.9)
+
+
+def test_a_target_file_implies_target_command_and_says_its_version(tmp_path: Path) -> None:
+    path = tmp_path / "mine.toml"
+    path.write_text('version = "2.44.0"\nbroker = "artemis"\nuser = "u"\n[[nodes]]\nurl = "tcp://h:1"\n')
+    settings = resolve({"target_file": str(path)})
+    assert (settings.target, settings.artemis_version, settings.user) == ("command", "2.44.0", "u")
+    assert settings.sources["target"] == "implied by --target-file"
+    assert resolve({"target_file": str(path), "broker_user": "me"}).user == "me"
+
+
+@pytest.mark.parametrize(("cli", "message"), [
+    ({"target": "command"}, "--target: 'command' needs a target file"),
+    ({"target": "reference", "target_file": "{path}"}, "is only for target command, but the target is 'reference'"),
+    ({"target_file": "{missing}"}, "--target-file: target file {missing}: cannot be read"),
+    ({"target_file": "{path}", "artemis_version": "2.44.0"}, "is not for target command: its target file says"),
+])
+def test_target_file_mistakes_are_usage_errors(tmp_path: Path, cli: dict[str, str], message: str) -> None:
+    path = tmp_path / "mine.toml"
+    path.write_text('[[nodes]]\nurl = "tcp://h:1"\n')
+    values = {"path": str(path), "missing": str(tmp_path / "nope.toml")}
+    with pytest.raises(pytest.UsageError, match=re.escape(message.format(**values))):
+        resolve({key: value.format(**values) for key, value in cli.items()})

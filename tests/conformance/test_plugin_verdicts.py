@@ -90,7 +90,8 @@ def run(pytester: pytest.Pytester, *args: str, path: str | None = ".") -> pytest
     """The inner run, on ``path`` (without one, the plugin picks the suite): a url target nobody listens on."""
     # in-process runs import the kit once; pytest's note that it cannot rewrite it again is noise here
     return pytester.runpytest("-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning",
-                              "--broker-url", "tcp://127.0.0.1:9", "--clause-table", "clauses", *args,
+                              "--broker-url", "tcp://127.0.0.1:9", "--skip-preflight", "--clause-table", "clauses",
+                              *args,
                               *([path] if path else []))
 
 

@@ -34,6 +34,7 @@ from cck.conformance.targets import (
     HASpec,
     ManagedNode,
     ManagedTarget,
+    ProcessNode,
     NodeSpec,
     NodeStartError,
     NodeStopError,
@@ -597,7 +598,7 @@ def test_reference_cluster_nodes_start_and_stop_together(tmp_path: Path) -> None
         assert [n.is_running for n in target.nodes] == [False, True, False]
 
 
-class _ScriptNode(ManagedNode):
+class _ScriptNode(ProcessNode):
     """A stand-in broker: a Python one-liner, to drive the deadlines without a real broker."""
 
     ready = re.compile(r"READY")

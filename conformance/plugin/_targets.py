@@ -1,0 +1,199 @@
+"""The run's targets: one factory that makes each of them (of the run's kind, for a case's topology), and the
+preflight that checks, before any case, that the brokers the user named answer as core-protocol servers.
+
+The factory owns what all targets of a run share: for target ``command``, the nodes of the target file (one
+:class:`CommandBench`, lent to one target at a time) and the log of every command run (each case's evidence
+takes the runs made while it ran).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cck.codec import CodecError, ExceptionType
+from cck.conformance.targets import (
+    CommandBench,
+    CommandFailed,
+    CommandLog,
+    CommandTarget,
+    Target,
+    TargetError,
+    Topology,
+    capabilities_of,
+    free_ports,
+    make_target,
+)
+from cck.conformance.verdicts import Indeterminate, Unsupported
+from cck.reference.client import BrokerRefused, ClientError, ClientSettings, ConnectFailed, connect
+
+from ._settings import Settings
+
+__all__ = ["PREFLIGHT_S", "PreflightError", "TargetFactory", "check_broker", "exit_for", "preflight"]
+
+#: How long the preflight waits for each broker to connect and open a session.
+PREFLIGHT_S = 10.0
+
+_NEEDS_CONFIG = "the case needs a broker configured by the kit (target reference, artemis, or command with an " \
+                "apply_config command)"
+
+
+class TargetFactory:
+    """Makes the run's targets, not started.  ``workdir(prefix)`` gives a fresh directory for each."""
+
+    def __init__(self, settings: Settings, workdir: Callable[[str], Path]) -> None:
+        self.settings = settings
+        self._workdir = workdir
+        self.commands = CommandLog()
+        target_file = settings.target_file
+        self.bench = CommandBench(target_file, self.commands) if target_file is not None else None
+
+    @property
+    def configures(self) -> bool:
+        """Whether the run's brokers can take a topology of a case's own."""
+        if self.settings.target == "url":
+            return False
+        if self.bench is not None:
+            return "config" in self.bench.capabilities
+        return True
+
+    def new(self, topology: Topology | None) -> Target:
+        """A target of the run's kind for ``topology`` (None: the broker as the run's default one; a url target, or a
+        command target without apply_config, takes no topology of a case's own: UNSUPPORTED)."""
+        kind = self.settings.target
+        assert kind is not None
+        if kind == "url":
+            if topology is not None:
+                raise Unsupported(_NEEDS_CONFIG)
+            return make_target("url", url=self.settings.broker_url, version=self.settings.artemis_version)
+        if topology is not None and not self.configures:
+            raise Unsupported(_NEEDS_CONFIG.replace("(target", "(the target file offers no apply_config command; "
+                                                    "target"))
+        workdir = self._workdir(f"{kind}-")
+        if kind == "command":
+            return make_target("command", bench=self.bench, workdir=workdir, topology=topology or Topology.single())
+        version = self.settings.artemis_version if kind == "artemis" else None
+        return make_target(kind, version=version, workdir=workdir, topology=topology or Topology.single())
+
+    def started(self, topology: Topology | None) -> Target:
+        """:meth:`new`, started.  A broker that does not start leaves the case's verdict open (INDETERMINATE); a
+        target-file command that fails is the kit's set-up error (CommandFailed, KIT_ERROR), never the broker's."""
+        target = self.new(topology)
+        try:
+            target.start()
+        except CommandFailed:
+            target.close()
+            raise
+        except Exception as exc:
+            target.close()
+            raise Indeterminate(f"the target did not start: {exc}") from exc
+        return target
+
+    def ports(self, count: int) -> list[int]:
+        """The acceptor ports the first ``count`` nodes of a target made next will have (a case that must know them
+        before the brokers start: fault proxies standing between them)."""
+        if self.bench is None:
+            return free_ports(count)
+        nodes = self.bench.file.nodes
+        if count > len(nodes):
+            raise Unsupported(f"the case needs {count} nodes; the target file has {len(nodes)}")
+        return [node.port for node in nodes[:count]]
+
+
+class PreflightError(Exception):
+    """A broker the user named does not answer as a core-protocol server would; the message names it and why."""
+
+
+def _why(url: str, exc: BaseException, user: str | None) -> str:
+    if isinstance(exc, BrokerRefused):
+        if exc.type in (ExceptionType.SECURITY_EXCEPTION, ExceptionType.CLUSTER_SECURITY_EXCEPTION):
+            who = f"user {user!r}" if user else "no user (anonymous)"
+            return f"{url}: the broker refused the credentials ({who}; --broker-user/--broker-password): " \
+                   f"{exc.broker_message}"
+        if exc.type is ExceptionType.INCOMPATIBLE_CLIENT_SERVER_VERSIONS:
+            return f"{url}: the broker refused the kit's protocol version ({exc.broker_message}); declare the " \
+                   "broker's version (--artemis-version, or version/protocol_version in the target file)"
+        return f"{url}: the broker refused to open a session: {exc}"
+    if isinstance(exc, ConnectFailed):
+        if _refused(exc):
+            return f"{url}: connection refused (nothing listens on that port)"
+        return f"{url}: cannot connect ({exc.reason})"
+    if isinstance(exc, TimeoutError):
+        return f"{url}: no answer within {PREFLIGHT_S:.0f} s (an unreachable host, a firewall, or a server that " \
+               "does not speak the core protocol)"
+    if isinstance(exc, ClientError | CodecError):
+        return f"{url}: not a core-protocol server, or not its core acceptor ({exc})"
+    if isinstance(exc, OSError):
+        return f"{url}: cannot connect ({exc.strerror or exc})"
+    raise exc
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a failed connect was refused at the TCP level (the client keeps only the text of its last attempt)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError) and not isinstance(seen, ConnectFailed):
+            return True
+        text = str(seen)
+        if f"[Errno {errno.ECONNREFUSED}]" in text or "Connection refused" in text:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+async def _open_session(url: str, settings: Settings, version: int) -> None:
+    client = ClientSettings(version=version, call_timeout_ms=int(PREFLIGHT_S * 1000),
+                            topology_timeout_ms=int(PREFLIGHT_S * 1000))
+    connection = await connect(url, settings=client, connect_timeout=PREFLIGHT_S)
+    try:
+        session = await connection.create_session(username=settings.user, password=settings.password)
+        await session.close()
+    finally:
+        await connection.close()
+
+
+def check_broker(url: str, settings: Settings, version: int) -> None:
+    """Connect to ``url`` and open a session within :data:`PREFLIGHT_S` (twice that in all); PreflightError
+    naming the URL and the cause otherwise."""
+    try:
+        asyncio.run(asyncio.wait_for(_open_session(url, settings, version), 2 * PREFLIGHT_S))
+    except Exception as exc:
+        raise PreflightError(_why(url, exc, settings.user)) from exc
+
+
+def preflight(settings: Settings, session_target: Callable[[], Target], version: int) -> list[str]:
+    """Check every broker the user named (url, command); the lines saying what was checked.  PreflightError for a
+    broker that does not answer, or a target file whose commands cannot start one."""
+    if settings.target == "url":
+        assert settings.broker_url is not None
+        check_broker(settings.broker_url, settings, version)
+        return [f"preflight: {settings.broker_url} opened a session"]
+    if settings.target != "command":
+        return []
+    target_file = settings.target_file
+    assert target_file is not None
+    lines = []
+    try:
+        target = session_target()
+    except TargetError as exc:
+        raise PreflightError(f"the first node of {target_file.path} did not start: {exc}") from exc
+    check_broker(target.url, settings, version)
+    lines.append(f"preflight: {target.url} ({target_file.nodes[0].name}) opened a session")
+    can_start = "control" in capabilities_of(target_file)
+    for node in target_file.nodes[1:]:
+        if can_start:
+            continue  # started, with the configuration of the case that needs it, when a case does
+        check_broker(node.url, settings, version)
+        lines.append(f"preflight: {node.url} ({node.name}) opened a session")
+    if isinstance(target, CommandTarget) and can_start:
+        lines.append(f"preflight: the other {len(target_file.nodes) - 1} node(s) start when a case needs them")
+    return lines
+
+
+def exit_for(error: PreflightError) -> None:
+    """End the run: a broker that does not answer is a usage error, not a verdict on it."""
+    pytest.exit(f"preflight failed: {error}", returncode=pytest.ExitCode.USAGE_ERROR)
