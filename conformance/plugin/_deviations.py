@@ -10,6 +10,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from cck.conformance.targets._legacy_launch import LEGACY_SERVERS
 from cck.conformance.verdicts import Verdict
 
 __all__ = ["Deviation", "DeviationError", "DEVIATIONS_DIR", "default_deviations_file", "client_deviations_file",
@@ -48,9 +49,12 @@ class Deviation:
 
 def default_deviations_file(target: str, version: str | None) -> Path | None:
     """The kit's file for a target: ``reference.toml``; ``artemis-<version>.toml`` for artemis, and for a url
-    target whose user declared an Artemis version (when the kit has a file for it)."""
+    target whose user declared an Artemis version (when the kit has a file for it); ``<kind>-<version>.toml`` for an
+    older server (hornetq, artemis1)."""
     if target == "reference":
         return DEVIATIONS_DIR / "reference.toml"
+    if target in LEGACY_SERVERS:
+        return DEVIATIONS_DIR / f"{target}-{LEGACY_SERVERS[target].version}.toml"
     if version is None:
         return None
     path = DEVIATIONS_DIR / f"artemis-{version}.toml"

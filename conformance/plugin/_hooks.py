@@ -21,6 +21,7 @@ from cck.conformance.clauses import CLAUSE_DIR, Clause, ClauseError, load_clause
 from cck.conformance.evidence import EvidenceWriter
 from cck.conformance.evidence.schema import format_timestamp
 from cck.conformance.targets import kit_version, launch_counts
+from cck.conformance.targets._legacy_launch import LEGACY_SERVERS
 from cck.conformance.verdicts import Verdict
 
 from ._allure import label_case, label_verdict
@@ -80,6 +81,9 @@ def _versions(settings: Settings) -> tuple[str | None, int | None]:
     """The target's version and core protocol version, as far as the kit knows them."""
     if settings.target == "reference":
         return kit_version(), CURRENT_VERSION
+    server = LEGACY_SERVERS.get(settings.target or "")
+    if server is not None:
+        return server.version, server.protocol_version
     target_file = settings.target_file
     if target_file is not None and target_file.broker == "reference":
         return target_file.version, target_file.protocol_version or CURRENT_VERSION

@@ -97,6 +97,9 @@ def target_description(state: RunState) -> str:
         return f"Apache Artemis {state.target_version} (protocol {state.protocol_version}), managed by the kit"
     if settings.target == "reference":
         return f"reference broker {state.target_version} (protocol {state.protocol_version}), managed by the kit"
+    if settings.target in ("hornetq", "artemis1"):
+        name = "HornetQ" if settings.target == "hornetq" else "Apache Artemis"
+        return f"{name} {state.target_version} (protocol {state.protocol_version}), embedded and managed by the kit"
     target_file = settings.target_file
     if target_file is not None:
         return (f"{target_file.broker} {state.target_version or 'unknown'} of target file {target_file.path} "

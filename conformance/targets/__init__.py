@@ -3,6 +3,7 @@
 * ``url`` — a broker the kit does not control (:class:`UrlTarget`): black-box cases only.
 * ``reference`` — the kit's reference broker, one process per node (:class:`ReferenceTarget`).
 * ``artemis`` — Apache Artemis of a pinned version, one instance per node (:class:`ArtemisTarget`).
+* ``hornetq``, ``artemis1`` — HornetQ 2.4.7.Final, Artemis 1.5.6, embedded by the kit (:class:`LegacyTarget`).
 * ``command`` — brokers the user runs, controlled through the commands of a target file (:class:`CommandTarget`).
 
 The managed ones are configured from a :class:`Topology` rendered to one broker.xml per node
@@ -49,6 +50,7 @@ from ._config import (
 )
 from ._errors import NodeStartError, NodeStopError, TargetError, UnsupportedByTarget
 from ._factory import TARGET_KINDS, make_target
+from ._legacy import LEGACY_TARGETS, Artemis1Target, HornetQTarget, LegacyTarget
 from ._netns import netns_unavailable
 from ._process import free_ports, launch_counts
 from ._reference import REFERENCE_START_DEADLINE_S, ReferenceNode, ReferenceTarget, kit_version
@@ -93,6 +95,10 @@ __all__ = [
     "ArtemisNode",
     "UrlTarget",
     "UrlNode",
+    "LegacyTarget",
+    "HornetQTarget",
+    "Artemis1Target",
+    "LEGACY_TARGETS",
     "CommandTarget",
     "CommandNode",
     "CommandBench",

@@ -8,13 +8,14 @@ from pathlib import Path
 from ._artemis import ArtemisTarget, pinned_artemis_versions
 from ._base import Target
 from ._command import CommandBench, CommandTarget
+from ._legacy import LEGACY_TARGETS
 from ._reference import ReferenceTarget, kit_version
 from ._topology import Topology
 from ._url import UrlTarget
 
 __all__ = ["TARGET_KINDS", "make_target"]
 
-TARGET_KINDS = ("url", "reference", "artemis", "command")
+TARGET_KINDS = ("url", "reference", "artemis", "command", *LEGACY_TARGETS)
 
 
 def make_target(
@@ -33,6 +34,7 @@ def make_target(
     * ``reference``: needs ``workdir``; ``version`` may only be the kit's own.
     * ``artemis``: needs ``workdir``; ``version`` is a pinned one (default: the pins' default).
     * ``command``: needs ``bench`` (the nodes of a target file) and ``workdir``; the version is the file's.
+    * ``hornetq``, ``artemis1``: HornetQ 2.4.7.Final, Artemis 1.5.6 (embedded by the kit's launcher); ``workdir``.
     """
     if kind not in TARGET_KINDS:
         raise ValueError(f"unknown target kind {kind!r}: use one of {', '.join(TARGET_KINDS)}")
@@ -55,6 +57,10 @@ def make_target(
         if version is not None:
             raise ValueError("target 'command' is the version its target file says")
         return CommandTarget(bench, topology, workdir)
+    if kind in LEGACY_TARGETS:
+        if version is not None:
+            raise ValueError(f"target {kind!r} is one version of one server; it takes no version")
+        return LEGACY_TARGETS[kind](topology, workdir)
     if kind == "reference":
         mine = kit_version()
         if version is not None and version != mine:

@@ -1,0 +1,147 @@
+"""Older core-protocol servers as targets: HornetQ 2.4.7.Final (``hornetq``) and Apache Artemis 1.5.6 (``artemis1``),
+each node an embedded server started by the kit's launcher (``_legacy_launch``) from a JSON configuration rendered
+from the topology node.
+
+Only what both old servers can be told without XML is rendered: the acceptor, the data directory, persistence,
+security (users whose roles may do everything), the connection-TTL override and check period, the transaction
+timeout, the ID cache, the declared queues and the dead-letter, expiry and redelivery settings.  A topology asking for
+more (a cluster, an HA pair, security rules of its own, elements the old servers do not have) is UNSUPPORTED, naming
+what; auto-create and auto-delete settings are left out (neither server creates core queues on demand: cases create
+theirs).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ._base import ALL_CAPABILITIES, CONFIG, STOP_DEADLINE_S, ManagedTarget, ProcessNode
+from ._errors import NodeStartError, UnsupportedByTarget
+from ._legacy_launch import LEGACY_SERVERS, READY_PREFIX, LegacyError, LegacyLaunch, ensure_legacy, legacy_argv
+from ._topology import NodeSpec, Topology
+
+__all__ = ["LEGACY_START_DEADLINE_S", "LEGACY_TARGETS", "Artemis1Target", "HornetQTarget", "LegacyNode", "LegacyTarget",
+           "legacy_config"]
+
+LEGACY_START_DEADLINE_S = 60.0
+#: address-setting elements and the launcher's keys for them (the values: milliseconds where the key says so)
+_SETTINGS = {
+    "dead-letter-address": "dead_letter_address",
+    "expiry-address": "expiry_address",
+    "max-delivery-attempts": "max_delivery_attempts",
+    "redelivery-delay": "redelivery_delay_ms",
+    "expiry-delay": "expiry_delay_ms",
+    "send-to-dla-on-no-route": "send_to_dla_on_no_route",
+}
+#: settings the old servers lack that change nothing for a case that creates its queues itself
+_IGNORED = {"auto-create-queues", "auto-create-addresses", "auto-delete-queues", "auto-delete-addresses"}
+_NUMERIC = {"max_delivery_attempts", "redelivery_delay_ms", "expiry_delay_ms"}
+
+
+def _refuse(kind: str, what: str) -> UnsupportedByTarget:
+    return UnsupportedByTarget(kind, CONFIG, ALL_CAPABILITIES - {CONFIG}, f"configure {what} (the kit's launcher "
+                               f"for {LEGACY_SERVERS[kind].coordinates} has no such setting)")
+
+
+def legacy_config(kind: str, topology: Topology, node: str) -> dict[str, Any]:
+    """The launcher's JSON configuration for ``node`` of a resolved topology; UnsupportedByTarget for what the old
+    server cannot be told."""
+    if topology.cluster is not None or topology.ha is not None:
+        raise _refuse(kind, "a cluster or an HA pair")
+    spec = topology.node(node)
+    if spec.extra:
+        raise _refuse(kind, f"<{spec.extra[0][0]}>")
+    security = topology.security
+    if security.rules is not None:
+        raise _refuse(kind, "security rules of the case's own")
+    if security.guest_role is not None:
+        raise _refuse(kind, "a guest (anonymous) role")
+    settings: dict[str, dict[str, Any]] = {}
+    for setting in topology.address_settings:
+        values: dict[str, Any] = {}
+        for element, text in setting.values:
+            if element in _IGNORED:
+                continue
+            key = _SETTINGS.get(element)
+            if key is None:
+                raise _refuse(kind, f"address setting <{element}>")
+            values[key] = int(text) if key in _NUMERIC else text == "true" if key == "send_to_dla_on_no_route" \
+                else text
+        settings[setting.match] = values
+    queues = [{"address": address.name, "name": queue.name, "durable": queue.durable, "filter": queue.filter}
+              for address in topology.addresses for queue in address.queues]
+    return {
+        "host": spec.host, "port": spec.port, "data_dir": str(spec.data_dir), "persistence": spec.persistence,
+        "security_enabled": security.enabled,
+        "users": [{"name": u.name, "password": u.password, "roles": list(u.roles)} for u in security.users],
+        "connection_ttl_override_ms": spec.connection_ttl_override_ms,
+        "connection_ttl_check_interval_ms": spec.connection_ttl_check_interval_ms,
+        "transaction_timeout_ms": spec.transaction_timeout_ms, "id_cache_size": spec.id_cache_size,
+        "queues": queues, "address_settings": settings,
+    }
+
+
+class LegacyNode(ProcessNode):
+    ready = re.compile(rf"{re.escape(READY_PREFIX)}(\S+):(\d+)")
+    launch_label = "legacy server"
+
+    def __init__(self, spec: NodeSpec, topology: Topology, node_dir: Path, *, kind: str, start_deadline_s: float,
+                 stop_deadline_s: float) -> None:
+        super().__init__(spec, topology, node_dir, start_deadline_s=start_deadline_s, stop_deadline_s=stop_deadline_s)
+        self.kind = kind
+        self.config_file = node_dir / "server.json"
+        self._launch: LegacyLaunch | None = None
+
+    def _prepare(self) -> None:
+        try:
+            self._launch = ensure_legacy(self.kind)
+        except LegacyError as exc:
+            raise NodeStartError(self.name, f"{LEGACY_SERVERS[self.kind].coordinates} is not available: {exc}",
+                                 "") from exc
+        self.config_file.write_text(json.dumps(legacy_config(self.kind, self.topology, self.name), indent=2),
+                                    encoding="utf-8")
+
+    def _argv(self) -> list[str]:
+        assert self._launch is not None, "prepared before the first start"
+        return legacy_argv(self._launch, self.config_file)
+
+    def _check_ready(self, match: re.Match[str], startup: str) -> None:
+        if int(match.group(2)) != self.spec.port:
+            raise NodeStartError(self.name, f"listens on port {match.group(2)}, not {self.spec.port}", startup)
+
+
+class LegacyTarget(ManagedTarget):
+    """Every node of the topology as an embedded server of ``kind`` under ``workdir/<node>``."""
+
+    kind: ClassVar[str]
+
+    def __init__(self, topology: Topology | None = None, workdir: Path | str = ".", *,
+                 start_deadline_s: float = LEGACY_START_DEADLINE_S,
+                 stop_deadline_s: float = STOP_DEADLINE_S) -> None:
+        self._start_deadline_s = start_deadline_s
+        self._stop_deadline_s = stop_deadline_s
+        server = LEGACY_SERVERS[self.kind]
+        super().__init__(server.version, server.protocol_version, topology or Topology(), Path(workdir))
+        for spec in self.topology.nodes:  # refused before any process starts: UNSUPPORTED, not a failed start
+            legacy_config(self.kind, self.topology, spec.name)
+
+    def _make_node(self, spec: NodeSpec, node_dir: Path) -> LegacyNode:
+        return LegacyNode(spec, self.topology, node_dir, kind=self.kind, start_deadline_s=self._start_deadline_s,
+                          stop_deadline_s=self._stop_deadline_s)
+
+
+class HornetQTarget(LegacyTarget):
+    """HornetQ 2.4.7.Final (core protocol 124)."""
+
+    name = kind = "hornetq"
+
+
+class Artemis1Target(LegacyTarget):
+    """Apache Artemis 1.5.6 (core protocol 128)."""
+
+    name = kind = "artemis1"
+
+
+LEGACY_TARGETS: dict[str, type[LegacyTarget]] = {t.kind: t for t in (HornetQTarget, Artemis1Target)}

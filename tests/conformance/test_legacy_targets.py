@@ -1,0 +1,89 @@
+"""HornetQ 2.4.7 and Artemis 1.5.6 as targets: what of a topology their launcher is told, what makes a case
+UNSUPPORTED on them, and a node started, killed and started again with its data."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cck.conformance.targets import (
+    AddressSetting,
+    ManagedTarget,
+    Node,
+    NodeSpec,
+    SecurityRule,
+    SecuritySpec,
+    Topology,
+    UnsupportedByTarget,
+    User,
+    free_ports,
+    make_target,
+)
+from cck.conformance.targets._legacy import legacy_config
+
+needs_java = pytest.mark.skipif(shutil.which("java") is None or shutil.which("mvn") is None,
+                                reason="java and mvn are needed to fetch and run the older servers")
+
+
+def resolved(topology: Topology, tmp_path: Path) -> Topology:
+    return topology.resolve(tmp_path, free_ports, free_ports)
+
+
+def test_a_single_node_is_rendered_with_what_the_old_servers_know(tmp_path: Path) -> None:
+    topology = resolved(Topology.single(NodeSpec(connection_ttl_override_ms=5000, id_cache_size=7),
+                                        security=SecuritySpec(enabled=True, users=(User("kit", "pw", ("r",)),))),
+                        tmp_path)
+    config = legacy_config("hornetq", topology, "node0")
+    assert config["port"] == topology.nodes[0].port
+    assert config["data_dir"] == str(topology.nodes[0].data_dir)
+    assert config["connection_ttl_override_ms"] == 5000
+    assert config["id_cache_size"] == 7
+    assert config["users"] == [{"name": "kit", "password": "pw", "roles": ["r"]}]
+    assert {q["name"] for q in config["queues"]} == {"DLQ", "ExpiryQueue"}
+    # the default setting's auto-create/delete elements are left out; dead letters and expiry kept
+    assert config["address_settings"] == {"#": {"dead_letter_address": "DLQ", "expiry_address": "ExpiryQueue"}}
+
+
+def test_numbers_and_flags_of_address_settings_are_typed(tmp_path: Path) -> None:
+    setting = AddressSetting.of("q.#", max_delivery_attempts=3, redelivery_delay=100, send_to_dla_on_no_route=True)
+    topology = resolved(Topology.single(address_settings=(setting,)), tmp_path)
+    assert legacy_config("artemis1", topology, "node0")["address_settings"] == {
+        "q.#": {"max_delivery_attempts": 3, "redelivery_delay_ms": 100, "send_to_dla_on_no_route": True}}
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    (lambda t: Topology.cluster_of(2), "a cluster or an HA pair"),
+    (lambda t: dataclasses.replace(t, nodes=(NodeSpec(extra=(("journal-type", "NIO"),)),)), "<journal-type>"),
+    (lambda t: dataclasses.replace(t, address_settings=(AddressSetting.of("#", auto_delete_queues_delay=5),)),
+     "address setting <auto-delete-queues-delay>"),
+    (lambda t: dataclasses.replace(t, security=SecuritySpec(enabled=True, users=(User("a", "b"),), rules=(
+        SecurityRule("#", "send", ("amq",)),))), "security rules of the case's own"),
+    (lambda t: dataclasses.replace(t, security=SecuritySpec(enabled=True, guest_role="guest")), "a guest"),
+], ids=["cluster", "extra", "setting", "rules", "guest"])
+def test_what_the_launcher_cannot_be_told_is_unsupported(tmp_path: Path, change: object, named: str) -> None:
+    topology = change(Topology.single())  # type: ignore[operator]
+    with pytest.raises(UnsupportedByTarget, match=named):
+        make_target("hornetq", workdir=tmp_path, topology=topology)
+
+
+@needs_java
+@pytest.mark.parametrize("kind", ["hornetq", "artemis1"])
+def test_a_node_starts_is_killed_and_starts_again(tmp_path: Path, kind: str) -> None:
+    with make_target(kind, workdir=tmp_path, topology=Topology.single()) as target:
+        assert isinstance(target, ManagedTarget)
+        node, spec = target.nodes[0], target.topology.nodes[0]
+        assert running(node)
+        node.kill()
+        assert not running(node)
+        node.start()
+        assert running(node)
+        assert node.url == spec.url
+        assert spec.data_dir is not None
+        assert (spec.data_dir / "journal").is_dir()
+
+
+def running(node: Node) -> bool:
+    return node.is_running
