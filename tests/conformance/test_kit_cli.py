@@ -22,6 +22,11 @@ def test_run_passes_options_to_the_plugin_and_runs_the_suite() -> None:
                     str(SUITE_DIR), "-x"]
 
 
+def test_run_passes_a_target_file_and_the_preflight_switch() -> None:
+    args = _args("--target-file", "mine.toml", "--skip-preflight")
+    assert args == ["--target-file", "mine.toml", "--skip-preflight", str(SUITE_DIR)]
+
+
 def test_run_with_a_path_runs_that_path(tmp_path: Path) -> None:
     args = _args("--target", "reference", "--", str(tmp_path))
     assert args == ["--target", "reference", str(tmp_path)]
