@@ -60,6 +60,7 @@ from ._fastpath import encode_message
 from ._frame import (
     DEFAULT_MAX_FRAME_SIZE,
     HEADER_SIZE,
+    HORNETQ_PREAMBLE,
     NEED_DATA,
     PREAMBLE,
     Frame,
@@ -236,6 +237,7 @@ __all__ = [
     "FrameDecoder",
     "FrameTooLarge",
     "HEADER_SIZE",
+    "HORNETQ_PREAMBLE",
     "MalformedFrame",
     "MessageType",
     "NEED_DATA",

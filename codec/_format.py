@@ -21,6 +21,7 @@ __all__ = [
     "DataclassAdapter",
     "Since",
     "Tail",
+    "TailSince",
     "Trailing",
     "build_format",
     "field_values",
@@ -131,6 +132,31 @@ class Since(Subconstruct):  # type: ignore[misc]
         if not self._applies(context):
             return None
         return self.subcon._build(self.default if obj is None else obj, stream, context, path)
+
+
+class TailSince(Subconstruct):  # type: ignore[misc]
+    """A trailing field an encoder writes only from protocol ``version`` on, and a
+    decoder reads whenever bytes remain (else ``None``).
+
+    Artemis gates such a field on the *writer's* connection version with a
+    ``isVersionSupportX`` check (``v >= version``, so 0 counts as old) while its
+    decoder only looks for leftover bytes; so an old peer never sees it and a new
+    reader copes with its absence.  ``None`` is never written.
+    """
+
+    def __init__(self, version: int, subcon: Construct) -> None:
+        super().__init__(subcon)
+        self.version = version
+
+    def _parse(self, stream: BytesIO, context: Any, path: str) -> Any:
+        if remaining(stream) == 0:
+            return None
+        return self.subcon._parsereport(stream, context, path)
+
+    def _build(self, obj: Any, stream: BytesIO, context: Any, path: str) -> Any:
+        if obj is None or int(context._params.version) < self.version:
+            return None
+        return self.subcon._build(obj, stream, context, path)
 
 
 def _to_codec_error(exc: Exception, stream: BytesIO, *, base_offset: int, what: str) -> CodecError:

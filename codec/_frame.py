@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
     "HEADER_SIZE",
     "NEED_DATA",
+    "HORNETQ_PREAMBLE",
     "PREAMBLE",
     "Frame",
     "FrameDecoder",
@@ -36,6 +37,10 @@ __all__ = [
 
 #: The 7 ASCII bytes a core client sends before its first frame.
 PREAMBLE: Final = b"ARTEMIS"
+#: What HornetQ's client (NettyConnector, up to 2.4.x, protocol <= 124) sends instead: a HornetQ 2.4 server
+#: skips only these 7 bytes (CoreProtocolManager.handshake) and reads anything else as the first frame, so
+#: ``ARTEMIS`` there becomes a 1095914565-byte length.
+HORNETQ_PREAMBLE: Final = b"HORNETQ"
 #: length (4) + type (1) + channel ID (8).
 HEADER_SIZE: Final = 13
 #: Artemis itself accepts frames up to 2^31-1 bytes; we default to a sane bound.

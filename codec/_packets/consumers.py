@@ -6,16 +6,17 @@ from dataclasses import dataclass
 
 from construct import Struct
 
-from .._constants import PacketType
-from .._format import Trailing
+from .._constants import ARTEMIS_2_7_0_VERSION, PacketType
+from .._format import TailSince
 from .._primitives import I32, I64, N1, Bool, SimpleStr
 from ._base import Packet
 
 
 @dataclass(frozen=True, slots=True)
 class SessionCreateConsumerMessage(Packet):
-    """SESS_CREATECONSUMER.  ``priority`` travels only from version 130 on; a
-    decoder reads it when bytes remain."""
+    """SESS_CREATECONSUMER.  ``priority`` is written only from version 130 on (an
+    Artemis 1.x or HornetQ server would leave the 4 bytes unread); a decoder reads
+    it when bytes remain."""
 
     TYPE = PacketType.SESS_CREATECONSUMER
     FORMAT = Struct(
@@ -24,7 +25,7 @@ class SessionCreateConsumerMessage(Packet):
         "filter_string" / N1(SimpleStr),
         "browse_only" / Bool,
         "requires_response" / Bool,
-        "priority" / Trailing(I32),
+        "priority" / TailSince(ARTEMIS_2_7_0_VERSION, I32),
     )
 
     consumer_id: int

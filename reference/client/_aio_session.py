@@ -11,6 +11,10 @@ from cck.codec import (
     CoreMessage,
     Packet,
     RoutingType,
+    SessionBindingQueryResponseMessage,
+    SessionBindingQueryResponseMessage_V2,
+    SessionBindingQueryResponseMessage_V3,
+    SessionBindingQueryResponseMessage_V4,
     SessionBindingQueryResponseMessage_V5,
     SessionQueueQueryResponseMessage_V3,
     SessionXAGetInDoubtXidsResponseMessage,
@@ -24,6 +28,7 @@ from ._calls import Call
 from ._errors import CallTimeout, ObjectClosed, ProtocolViolation
 from ._flow import ConsumerCore, Delivery, ProducerCore
 from ._session import SessionCore
+from ._session_channel import BINDING_QUERY, QUEUE_QUERY
 
 if TYPE_CHECKING:
     from ._aio import Connection
@@ -54,6 +59,11 @@ def _answer(answer: Packet, kind: type[P], request: str) -> P:
     if not isinstance(answer, kind):
         raise ProtocolViolation(f"{request} expects {kind.type_name()}, the broker answered {answer.type_name()}")
     return answer
+
+
+BindingQueryAnswer = (SessionBindingQueryResponseMessage | SessionBindingQueryResponseMessage_V2
+                      | SessionBindingQueryResponseMessage_V3 | SessionBindingQueryResponseMessage_V4
+                      | SessionBindingQueryResponseMessage_V5)  # fmt: skip
 
 
 class Session:
@@ -92,12 +102,25 @@ class Session:
         await self._call(self.core.delete_queue(queue))
 
     async def queue_query(self, queue: str) -> SessionQueueQueryResponseMessage_V3:
+        """The broker's answer as V3.  A server before 129 answers V2 (126..128) or v1: those are widened the
+        way Artemis's ``toQueueQuery`` widens them (max consumers -1, not auto-created, no purge; the routing
+        type, which Java leaves null, is the field's default).  ``core.queue_query`` gives the answer as sent."""
         answer = await self._call(self.core.queue_query(queue))
-        return _answer(answer, SessionQueueQueryResponseMessage_V3, "SESS_QUEUEQUERY")
+        if isinstance(answer, SessionQueueQueryResponseMessage_V3):
+            return answer
+        if not isinstance(answer, QUEUE_QUERY):
+            raise ProtocolViolation(f"SESS_QUEUEQUERY: the broker answered {answer.type_name()}")
+        return SessionQueueQueryResponseMessage_V3(
+            answer.exists, answer.durable, answer.temporary, answer.consumer_count, answer.message_count,
+            answer.filter_string, answer.address, answer.name, getattr(answer, "auto_create_queues", False))
 
-    async def binding_query(self, address: str) -> SessionBindingQueryResponseMessage_V5:
+    async def binding_query(self, address: str) -> BindingQueryAnswer:
+        """The broker's answer in the version it chose (V5 from 135 down to v1 before 126); every version has
+        ``exists`` and ``queue_names``."""
         answer = await self._call(self.core.binding_query(address))
-        return _answer(answer, SessionBindingQueryResponseMessage_V5, "SESS_BINDINGQUERY")
+        if not isinstance(answer, BINDING_QUERY):
+            raise ProtocolViolation(f"SESS_BINDINGQUERY: the broker answered {answer.type_name()}")
+        return answer
 
     async def add_metadata(self, key: str, data: str) -> None:
         await self._call(self.core.add_metadata(key, data))

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cck.codec import (
-    PREAMBLE,
+    ARTEMIS_2_18_0_VERSION,
     ActiveMQExceptionMessage,
     ClusterTopologyChangeMessage,
     ClusterTopologyChangeMessage_V2,
@@ -115,7 +115,7 @@ class ClientConnectionCore:
             raise RuntimeError("start() called twice")
         self._started = True
         now = now_ms
-        self._outbox += PREAMBLE
+        self._outbox += self.settings.preamble_bytes()
         self._last_check = now
         self._ping(now)
         self.send_raw(PING_CHANNEL, SubscribeClusterTopologyUpdatesMessageV2(False, self.settings.version))
@@ -179,11 +179,17 @@ class ClientConnectionCore:
         self._next_channel += 1
         session = SessionCore(self, channel, options)
         self.sessions[channel] = session
-        packet = CreateSessionMessage_V2(
-            options.name, channel, self.settings.version, options.username, options.password,
-            self.settings.min_large_message_size, options.xa, options.auto_commit_sends, options.auto_commit_acks,
-            self.settings.confirmation_window_size, options.pre_acknowledge, options.default_address,
-            options.client_id)
+        fields = (options.name, channel, self.settings.version, options.username, options.password,
+                  self.settings.min_large_message_size, options.xa, options.auto_commit_sends,
+                  options.auto_commit_acks, self.settings.confirmation_window_size, options.pre_acknowledge,
+                  options.default_address)  # fmt: skip
+        packet: CreateSessionMessage | CreateSessionMessage_V2
+        if self.version >= ARTEMIS_2_18_0_VERSION:
+            packet = CreateSessionMessage_V2(*fields, options.client_id)
+        else:
+            # As Artemis's isVersionSupportClientID: before 2.18 there is no CREATESESSION_V2 (a 1.x or HornetQ
+            # server fails to decode type -18 and never answers), and so no client ID on the wire.
+            packet = CreateSessionMessage(*fields)
         call = self._setup_calls.add(self.new_call("CREATESESSION", (CreateSessionResponseMessage,), None,
                                                    blocking=True))
         self.send_raw(SESSION_SETUP_CHANNEL, packet)
@@ -197,8 +203,7 @@ class ClientConnectionCore:
             if not isinstance(response, CreateSessionResponseMessage):
                 raise ProtocolViolation(f"CREATESESSION answered by {response.type_name()}")
             session.server_version = response.server_version
-            # Later frames are written and read at the version the broker answered with.
-            self.version = self.decoder.version = response.server_version
+            self.adopt_version(response.server_version)
 
         call.add_done_callback(created)
         return session, call
@@ -206,10 +211,21 @@ class ClientConnectionCore:
     # ------------------------------------------------------------------ failover (notes §9.4, §9.5)
 
     def adopt(self, sessions: list[SessionCore], next_channel: int) -> None:
-        """Take over the sessions of a failed connection (same channel IDs; channel numbering continues)."""
+        """Take over the sessions of a failed connection (same channel IDs; channel numbering continues) and,
+        as Artemis's reconnect does, the version the old connection had settled on."""
         for session in sessions:
             self.sessions[session.channel_id] = session
+            if session.connection is not self:
+                self.adopt_version(session.connection.version)
         self._next_channel = max(self._next_channel, next_channel)
+
+    def adopt_version(self, server_version: int) -> None:
+        """The broker said its version (CLUSTER_TOPOLOGY_V4, CREATESESSION_RESP): later frames are written
+        and read at the lower of it and ours.  Artemis's client adopts the server's version outright, but its
+        own version is its newest; a client announcing an older version must keep to that version's packets,
+        because the broker decodes them by the version announced in SUBSCRIBE_TOPOLOGY_V2."""
+        if server_version > 0:
+            self.version = self.decoder.version = min(self.settings.version, server_version)
 
     @property
     def next_channel(self) -> int:
@@ -333,6 +349,8 @@ class ClientConnectionCore:
                 packet.node_id, packet.live, packet.backup, getattr(packet, "scale_down_group_name", None))
         for listener in list(self.topology_listeners):
             listener(packet.node_id, member, bool(packet.last))
+        if isinstance(packet, ClusterTopologyChangeMessage_V4):
+            self.adopt_version(packet.server_version)
         if packet.last and self._topology_call is not None:
             self._topology_call.resolve(packet)
 

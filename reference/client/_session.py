@@ -27,6 +27,8 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from cck.codec import (
+    ARTEMIS_2_7_0_VERSION,
+    ARTEMIS_2_21_0_VERSION,
     ARTEMIS_2_28_0_VERSION,
     CoreMessage,
     CreateProducerMessage,
@@ -58,9 +60,6 @@ if TYPE_CHECKING:
     from ._connection import ClientConnectionCore
 
 __all__ = ["SessionCore"]
-
-#: SESS_COMMIT carries a correlation ID from this version on (SessionCommitMessage_V2).
-_COMMIT_CORRELATED_VERSION = 132
 
 
 class SessionCore(QueueRequests, ConsumerSide, XARequests):
@@ -131,6 +130,7 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         a transaction with work in it marked rollback-only, an XA branch reported failed."""
         self.connection = connection
         self.server_version = server_version
+        connection.adopt_version(server_version)
         self.send_window.reset()
         self.receive_window.last_confirmed = -1
         self.receive_window.received_bytes = 0
@@ -140,7 +140,7 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
             self.rollback_only = True
         self._recreate_consumers()
         for producer in self.producers.values():
-            if self.server_version >= ARTEMIS_2_28_0_VERSION:
+            if self.version >= ARTEMIS_2_28_0_VERSION:
                 self.write(CreateProducerMessage(producer.producer_id, producer.address))
         self.credits.clear()  # credits granted by the lost session are gone; they are asked for again on use
         if self.on_credits is not None:
@@ -163,7 +163,7 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
     def create_producer(self, address: str | None) -> ProducerCore:
         producer = ProducerCore(self._next_producer, address)
         self._next_producer += 1
-        if self.server_version >= ARTEMIS_2_28_0_VERSION:
+        if self.version >= ARTEMIS_2_28_0_VERSION:
             self.write(CreateProducerMessage(producer.producer_id, address))
         self.producers[producer.producer_id] = producer
         return producer
@@ -173,7 +173,7 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
             return
         producer.closed = True
         self.producers.pop(producer.producer_id, None)
-        if self.server_version >= ARTEMIS_2_28_0_VERSION and not self.closed:
+        if self.version >= ARTEMIS_2_28_0_VERSION and not self.closed:
             self.write(RemoveProducerMessage(producer.producer_id))
 
     def credits_for(self, address: str | None) -> ProducerCredits | None:
@@ -196,7 +196,11 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
             message = dataclasses.replace(message, address=producer.address)
         blocking = (self.settings.block_on_durable_send if message.durable
                     else self.settings.block_on_non_durable_send)  # fmt: skip
-        windowed = self.send_window.enabled
+        # From 2.7.0 (130) a confirmation window makes every send ask for a NULL_RESPONSE; before it (the
+        # SessionSendMessage / _1X layouts) only a blocking send does, and the window confirms the others
+        # with PACKETS_CONFIRMED alone (Artemis 1.x's client acknowledges sends from its command
+        # confirmation handler), so such a send has no call to wait on.
+        windowed = self.send_window.enabled and self.version >= ARTEMIS_2_7_0_VERSION
         requires_response = blocking or windowed
         correlation = 0
         call = None
@@ -222,7 +226,8 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
             failed = Call("SESS_COMMIT", NULL, None)
             rollback.add_done_callback(lambda done: failed.fail(done.error or TransactionRolledBack(self.options.name)))
             return failed
-        correlation = self._blocking_id() if self.server_version >= _COMMIT_CORRELATED_VERSION else None
+        # SessionCommitMessage_V2 (a correlation ID) from 2.21.0 (132); before, the empty SESS_COMMIT.
+        correlation = self._blocking_id() if self.version >= ARTEMIS_2_21_0_VERSION else None
         self.work_done = False
         return self._call(SessionCommitMessage(correlation), NULL, correlation)
 

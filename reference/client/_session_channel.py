@@ -109,6 +109,12 @@ class SessionChannel:
         #: Called when producer credits arrive (the IO layer wakes blocked senders).
         self.on_credits: Callable[[], None] | None = None
 
+    @property
+    def version(self) -> int:
+        """The version this session's packets are chosen by: the connection's (our announced version, lowered
+        to the broker's once it told us), as Artemis's session context asks its connection."""
+        return self.connection.version
+
     def write(self, packet: Packet) -> None:
         """Send a packet on this session's channel (confirmable ones enter the resend cache)."""
         if self.closed:

@@ -5,19 +5,34 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from cck.codec import CURRENT_VERSION
+from cck.codec import CURRENT_VERSION, HORNETQ_PREAMBLE, PREAMBLE
 
 from ._balance import ROUND_ROBIN, check_policy_class_name
 
-__all__ = ["ClientSettings"]
+__all__ = ["FIRST_ARTEMIS_PREAMBLE_VERSION", "PREAMBLES", "ClientSettings"]
+
+#: The first protocol version whose released client writes ``ARTEMIS`` first (Artemis 1.0.0, 126).  HornetQ's
+#: clients up to 2.4.x (protocol <= 124) write ``HORNETQ``; 125 was never released, and the code that carried it
+#: still wrote ``HORNETQ`` (Artemis commit f07af67, May 2015, switched the handshake after 126 was in).
+FIRST_ARTEMIS_PREAMBLE_VERSION = 126
+#: The preambles a client may be told to write: Artemis's, HornetQ's, or none.  None is what Artemis's own
+#: HornetQ client (``HornetQClientProtocolManager``, chosen with ``protocolManagerFactoryStr``) does: the
+#: server sees no known handshake and falls back to the core protocol without skipping anything.
+PREAMBLES = (PREAMBLE.decode("ascii"), HORNETQ_PREAMBLE.decode("ascii"), "")
 
 
 @dataclass(frozen=True)
 class ClientSettings:
     """Everything the client's behaviour depends on; times in milliseconds as Artemis has them."""
 
-    #: Protocol version announced in SUBSCRIBE_TOPOLOGY_V2 and CREATESESSION.
+    #: Protocol version announced in SUBSCRIBE_TOPOLOGY_V2 and CREATESESSION; it also caps every version-gated
+    #: packet the client writes or expects (a client of version 128 writes what Artemis 1.5.6's client writes).
     version: int = CURRENT_VERSION
+    #: The bytes written before the first frame: ``"ARTEMIS"``, ``"HORNETQ"`` or ``""`` (none); ``None`` (the
+    #: default) picks what the released client of ``version`` wrote (:meth:`preamble_bytes`).  Not an Artemis
+    #: URL parameter (Artemis switches handshakes by swapping its whole protocol manager); the URL spelling is
+    #: ``preamble=HORNETQ``.
+    preamble: str | None = None
     #: Blocking calls fail after this long (Artemis ``callTimeout``).
     call_timeout_ms: int = 30_000
     #: Sent in every PING; the broker drops the connection after this long without bytes (-1: never).
@@ -63,10 +78,20 @@ class ClientSettings:
                      "initial_connect_attempts", "call_failover_timeout_ms"):
             if getattr(self, name) < -1:
                 raise ValueError(f"ClientSettings.{name} must be >= -1, got {getattr(self, name)}")
+        if self.preamble is not None and self.preamble not in PREAMBLES:
+            raise ValueError(f"ClientSettings.preamble must be one of {', '.join(map(repr, PREAMBLES))} "
+                             f"(or None: chosen by the version), got {self.preamble!r}")
         try:
             check_policy_class_name(self.connection_load_balancing_policy_class_name)
         except ValueError as exc:
             raise ValueError(f"ClientSettings.connection_load_balancing_policy_class_name: {exc}") from None
+
+    def preamble_bytes(self) -> bytes:
+        """What to write before the first frame: the explicit ``preamble``, else ``HORNETQ`` for a version a
+        HornetQ client spoke (< 126) and ``ARTEMIS`` from Artemis 1.0.0's 126 on."""
+        if self.preamble is not None:
+            return self.preamble.encode("ascii")
+        return HORNETQ_PREAMBLE if self.version < FIRST_ARTEMIS_PREAMBLE_VERSION else PREAMBLE
 
     def with_params(self, params: dict[str, str]) -> ClientSettings:
         """Apply URL query parameters named as Artemis names them (``confirmationWindowSize=...``)."""
@@ -104,4 +129,4 @@ def _parse_bool(text: str) -> bool:
     raise ValueError(text)
 
 
-_PARSERS: dict[str, Any] = {"bool": _parse_bool, "int": int, "float": float}
+_PARSERS: dict[str, Any] = {"bool": _parse_bool, "int": int, "float": float, "str | None": str}

@@ -21,7 +21,7 @@ from cck.codec import (
 )
 from cck.codec import _primitives as p
 from cck.codec._constants import TransportParamType
-from cck.codec._format import DataclassAdapter, Since, Tail, Trailing
+from cck.codec._format import DataclassAdapter, Since, Tail, TailSince, Trailing
 from cck.codec._packets import messages as m
 from cck.codec._structures import (
     MESSAGE_HEADERS_ONLY,
@@ -149,7 +149,7 @@ def for_construct(con: Any) -> st.SearchStrategy[Any]:
         return core_messages()
     if isinstance(con, p._Nullable):
         return st.none() | for_construct(con.subcon)
-    if isinstance(con, (Trailing,)):
+    if isinstance(con, (Trailing, TailSince)):
         return st.none() | for_construct(con.subcon)
     if isinstance(con, (Tail, Since)):
         return for_construct(con.subcon)

@@ -8,22 +8,20 @@ What the kit can do with them today (each found by running it):
   SESS_FLOWTOKEN, SESS_START, SESS_RECEIVE_MSG, SESS_ACKNOWLEDGE and SESS_CLOSE in their pre-2.0 layouts.
   :func:`test_a_durable_message_survives_a_restart` drives that by hand (also a refused password, and the
   journal across a restart).
-* The kit's **client** (``cck.reference.client``) connects to Artemis 1.5.6 (announcing 128: the topology arrives,
-  :func:`test_the_kits_client_connects_to_artemis1`) but creates no session on either server:
+* The kit's **client** (``cck.reference.client``), announcing the server's version (124 / 128), does the same
+  end to end: :func:`test_the_kits_client_runs_a_session` (security on: a refused password, a session with
+  credentials, CREATE_QUEUE, durable and non-durable sends, a consumer, receive, acknowledge, a transacted session
+  committed, close) and :func:`test_the_kits_client_reattaches_after_a_cut` (security off, no credentials, a
+  confirmation window: the connection cut by a proxy, the session reattached and the unconfirmed sends
+  replayed).  What it needed, found here first:
 
-  - HornetQ 2.4.7 never answers: the client writes the 7-byte preamble ``ARTEMIS`` (``codec.PREAMBLE``) and
-    HornetQ's acceptor skips only ``HORNETQ`` (CoreProtocolManager.handshake), so it reads ``ARTE``
-    (0x41525445 = 1095914565) as the first frame's length and waits for that many bytes; no log line, the client's
-    SUBSCRIBE_TOPOLOGY times out.  With the preamble patched to ``HORNETQ`` (tried by hand, not here) the topology
-    arrives and CREATESESSION fails as below (``HQ214013: Failed to decode packet`` / ``HQ119032: Invalid type:
-    -18``).
-  - Artemis 1.5.6: the client always sends CREATESESSION_V2 (type -18, the Artemis 2.18 layout with a client ID),
-    whatever version it announces; the server logs ``AMQ214013: Failed to decode packet`` /
-    ``java.lang.IllegalArgumentException: AMQ119032: Invalid type: -18`` and never answers, so the client's
-    CREATESESSION times out.
-
-  :func:`test_the_kits_client_creates_a_session` states both gaps as strict xfails: when the client learns the old
-  handshake they pass, and the xfail must go.
+  - the preamble: HornetQ 2.4.7's acceptor skips only ``HORNETQ`` (CoreProtocolManager.handshake) and read
+    ``ARTEMIS`` as a 1095914565-byte frame length; the client now writes what the released client of its
+    version wrote (``ClientSettings.preamble``: ``HORNETQ`` below 126, ``ARTEMIS`` from Artemis 1.0.0's 126);
+  - CREATESESSION_V2 (type -18) only from 2.18 (131), as Artemis's ``isVersionSupportClientID``: both servers
+    logged ``Invalid type: -18`` and never answered;
+  - the pre-2.0 packets for queues (CREATE_QUEUE / CREATE_SHARED_QUEUE v1, no CREATE_ADDRESS), no consumer
+    priority, no correlation IDs, and sends that ask for an answer only when blocking.
 """
 
 from __future__ import annotations
@@ -61,6 +59,7 @@ from cck.codec import (
     SessionReceiveMessage,
     SessionSendMessage,
     SessionStart,
+    TypedProperties,
     encode_packet,
 )
 from cck.conformance.targets._legacy_launch import (
@@ -72,7 +71,8 @@ from cck.conformance.targets._legacy_launch import (
     legacy_argv,
 )
 from cck.conformance.targets._process import BrokerProcess, ExitedEarly, NotReady, free_ports
-from cck.reference.client import CallTimeout, ClientSettings, ConnectFailed, connect
+from cck.reference.client import BrokerRefused, ClientSettings, Connection, Session, connect
+from tests.reference.cut_proxy import CutProxy
 
 MISSING = [tool for tool in ("java", "javac", "mvn") if shutil.which(tool) is None]
 pytestmark = pytest.mark.skipif(
@@ -82,6 +82,8 @@ KINDS = sorted(LEGACY_SERVERS)
 READY_DEADLINE_S = 120.0
 STOP_DEADLINE_S = 60.0
 IO_TIMEOUT_S = 15.0
+QUIET_S = 0.5
+SCENARIO_DEADLINE_S = 120.0
 SESSION_CHANNEL = 10
 QUEUE = "cck.legacy.q"
 USER, PASSWORD, ROLE = "cck", "secret", "cck-role"
@@ -227,56 +229,133 @@ def test_a_durable_message_survives_a_restart(launch: LegacyLaunch, tmp_path: Pa
     assert errors == [f"{'HQ' if kind == 'hornetq' else 'AMQ'}224018: Failed to create session"], errors  # the refused
 
 
-def test_the_kits_client_connects_to_artemis1(tmp_path: Path, started: list[Server]) -> None:
-    """The client's handshake up to the topology (preamble ARTEMIS, PING, SUBSCRIBE_TOPOLOGY_V2 at 128) works on
-    Artemis 1.5.6 (HornetQ 2.4.7 does not accept the ARTEMIS preamble: see the module docstring)."""
-    launch = ensure_legacy("artemis1")
+async def _session_round_trip(connection: Connection, session: Session, queue: str,
+                              credentials: tuple[str | None, str | None]) -> None:
+    """CREATE_QUEUE (v1 below 129), a durable (blocking) and a non-durable send, a consumer, both received and
+    acknowledged; then a transacted session: a send and an acknowledgement, each made visible by SESS_COMMIT."""
+    await session.create_queue(queue, queue, durable=False)
+    producer = session.create_producer(queue)
+    await producer.send(CoreMessage(b"durable", durable=True, properties=TypedProperties.of(seq=1)))
+    await producer.send(CoreMessage(b"non-durable", durable=False, properties=TypedProperties.of(seq=2)))
+    consumer = await session.create_consumer(queue)
+    session.start()
+    got: list[tuple[bytes, bool, object]] = []
+    for _ in range(2):
+        delivery = await consumer.receive(IO_TIMEOUT_S)
+        assert delivery is not None, f"only {got} arrived"
+        got.append((delivery.message.body, delivery.message.durable, delivery.message.properties.get("seq")))
+        await consumer.acknowledge(delivery)
+    assert got == [(b"durable", True, 1), (b"non-durable", False, 2)]
+    assert await consumer.receive(QUIET_S) is None
+    await consumer.close()
+
+    transacted = await connection.create_session(transacted=True, username=credentials[0], password=credentials[1])
+    sender = transacted.create_producer(queue)
+    await sender.send(CoreMessage(b"in a transaction", durable=True))
+    reader = await transacted.create_consumer(queue)
+    transacted.start()
+    assert await reader.receive(QUIET_S) is None, "an uncommitted send was delivered"
+    await transacted.commit()
+    delivery = await reader.receive(IO_TIMEOUT_S)
+    assert delivery is not None
+    assert delivery.message.body == b"in a transaction"
+    await reader.acknowledge(delivery)
+    await transacted.commit()
+    query = await session.queue_query(queue)
+    assert (query.exists, query.message_count) == (True, 0), query
+    await transacted.close()
+
+
+def test_the_kits_client_runs_a_session(launch: LegacyLaunch, tmp_path: Path, started: list[Server]) -> None:
+    """The kit's client, announcing the server's version (124 / 128), against a server with security on: the
+    preamble that version's client wrote, CREATESESSION v1 with credentials (a wrong password refused), the
+    pre-2.0 packets for queues, sends, consumers, acknowledgements and commits, then a clean close."""
+    kind, version = launch.server.kind, launch.server.protocol_version
     port = free_ports(1)[0]
-    server = Server(launch, tmp_path, config_for(launch, tmp_path / "data", port), 1)
+    server = Server(launch, tmp_path, config_for(launch, tmp_path / "data", port, security=True), 1)
     started.append(server)
+    settings = ClientSettings(version=version, topology_timeout_ms=10_000, call_timeout_ms=10_000)
+    assert settings.preamble_bytes() == launch.server.preamble
 
-    async def topology() -> int:
-        settings = ClientSettings(version=launch.server.protocol_version, topology_timeout_ms=10_000)
-        connection = await connect(f"tcp://127.0.0.1:{port}", settings=settings, connect_timeout=IO_TIMEOUT_S)
-        members = len(connection.core.topology)
-        await connection.close()
-        return members
-
-    assert asyncio.run(topology()) == 1
-    assert server.stop() == 0, server.log()
-
-
-GAPS = {
-    "hornetq": "the client writes the ARTEMIS preamble; HornetQ 2.4.7 skips only HORNETQ, reads 'ARTE' as a "
-               "1095914565-byte frame length and never answers (the topology times out)",
-    "artemis1": "the client always sends CREATESESSION_V2 (type -18); Artemis 1.5.6 logs 'AMQ119032: Invalid "
-                "type: -18' and never answers (CREATESESSION times out)",
-}  # fmt: skip
-
-
-def test_the_kits_client_creates_a_session(launch: LegacyLaunch, tmp_path: Path, started: list[Server],
-                                           request: pytest.FixtureRequest) -> None:
-    kind = launch.server.kind
-    request.applymarker(pytest.mark.xfail(raises=(ConnectFailed, CallTimeout), strict=True, reason=GAPS[kind]))
-    port = free_ports(1)[0]
-    server = Server(launch, tmp_path, config_for(launch, tmp_path / "data", port), 1)
-    started.append(server)
-
-    async def session() -> None:
-        settings = ClientSettings(version=launch.server.protocol_version, topology_timeout_ms=3_000,
-                                  call_timeout_ms=3_000)
+    async def scenario() -> None:
         connection = await connect(f"tcp://127.0.0.1:{port}", settings=settings, connect_timeout=IO_TIMEOUT_S)
         try:
-            await connection.create_session()
+            with pytest.raises(BrokerRefused) as refused:
+                await connection.create_session(username=USER, password="wrong")
+            assert refused.value.code == ExceptionType.SECURITY_EXCEPTION
+            session = await connection.create_session(username=USER, password=PASSWORD)
+            assert session.core.server_version == version
+            assert connection.core.version == version
+            await _session_round_trip(connection, session, f"cck.legacy.client.{kind}", (USER, PASSWORD))
+            await session.close()
         finally:
             await connection.close()
 
-    try:
-        asyncio.run(session())
-    finally:
-        log = server.log()
-        if kind == "artemis1":
-            assert "AMQ119032: Invalid type: -18" in log, log
+    asyncio.run(asyncio.wait_for(scenario(), SCENARIO_DEADLINE_S))
+    assert server.stop() == 0, server.log()
+    log = server.log()
+    assert "Invalid type" not in log, log
+    assert "Failed to decode" not in log, log
+
+
+def test_the_kits_client_reattaches_after_a_cut(launch: LegacyLaunch, tmp_path: Path, started: list[Server]) -> None:
+    """Security off, a session without credentials and a confirmation window: a cut connection is reconnected
+    (HORNETQ/ARTEMIS preamble, SUBSCRIBE_TOPOLOGY_V2) and the session reattached, replaying what the server had
+    not confirmed; sends before and after the cut all arrive once."""
+    kind, version = launch.server.kind, launch.server.protocol_version
+    port = free_ports(1)[0]
+    server = Server(launch, tmp_path, config_for(launch, tmp_path / "data", port), 1)
+    started.append(server)
+    settings = ClientSettings(version=version, topology_timeout_ms=10_000, call_timeout_ms=10_000,
+                              confirmation_window_size=1024, reconnect_attempts=-1, retry_interval_ms=100,
+                              max_retry_interval_ms=100)  # fmt: skip
+    queue = f"cck.legacy.reattach.{kind}"
+
+    async def scenario() -> list[str]:
+        with CutProxy("127.0.0.1", port) as proxy:
+            connection = await connect(f"tcp://127.0.0.1:{proxy.port}", settings=settings,
+                                       connect_timeout=IO_TIMEOUT_S)
+            try:
+                session = await connection.create_session()
+                await session.create_queue(queue, queue)
+                producer = session.create_producer(queue)
+                for seq in range(20):
+                    # Non-durable sends do not wait (before 130 nothing answers them; the window confirms them),
+                    # so some are in flight, unconfirmed, at the cut: the reattach replays them.
+                    await producer.send(CoreMessage(b"r", durable=seq >= 10, properties=TypedProperties.of(seq=seq)))
+                    if seq == 9:
+                        assert proxy.cut() == 1
+                        await _restored(connection)
+                consumer = await session.create_consumer(queue)
+                session.start()
+                seqs = []
+                while (delivery := await consumer.receive(QUIET_S * 4)) is not None:
+                    seqs.append(delivery.message.properties.get("seq"))
+                    await consumer.acknowledge(delivery)
+                assert seqs == list(range(20))
+                await session.close()
+                return [f"{e.kind} {e.detail}" for e in connection.events]
+            finally:
+                await connection.close()
+
+    events = asyncio.run(asyncio.wait_for(scenario(), SCENARIO_DEADLINE_S))
+    kinds = [event.split(" ", 1)[0] for event in events]
+    assert "reattached" in kinds, events
+    assert "recreated" not in kinds, events
+    print(f"{kind}: {events}")
+    assert server.stop() == 0, server.log()
+
+
+async def _restored(connection: Connection) -> None:
+    """Wait (bounded) for the reconnection to end: reattached, recreated or given up."""
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def watch(event: object) -> None:
+        if getattr(event, "kind", None) in ("reattached", "recreated", "gave-up") and not done.done():
+            done.set_result(None)
+
+    connection.add_event_listener(watch)
+    await asyncio.wait_for(done, IO_TIMEOUT_S)
 
 
 def test_a_misspelt_setting_is_refused(launch: LegacyLaunch, tmp_path: Path) -> None:

@@ -33,8 +33,25 @@ class CutProxy:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        # End every pump before the loop stops: a pump left pending is collected later, on a closed loop, as an
+        # "Exception ignored in: <coroutine CutProxy._pump>" warning.
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(START_DEADLINE_S)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(START_DEADLINE_S)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        pairs, self._pairs = self._pairs, []
+        for a, b in pairs:
+            a.transport.abort()
+            b.transport.abort()
+        tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
