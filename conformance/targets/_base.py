@@ -124,10 +124,23 @@ class ManagedNode(Node):
         self.starts = 0
         #: whether the running server serves (False: it started passive and has not taken over yet)
         self.active = False
+        #: the last lines the broker wrote (what errors quote, and ``logs``)
+        self._tail: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
 
     @property
     def url(self) -> str:
         return self.spec.url
+
+    def restart(self, graceful: bool = True) -> None:
+        if graceful:
+            self.stop()
+        else:
+            self.kill()
+        self.start()
+
+    def logs(self, lines: int = 200) -> str:
+        kept = list(self._tail)
+        return "".join(kept[-lines:] if lines > 0 else kept)
 
     @abstractmethod
     def _log_stream(self) -> BrokerProcess | None:
@@ -196,7 +209,6 @@ class ProcessNode(ManagedNode):
         super().__init__(spec, topology, node_dir, start_deadline_s=start_deadline_s, stop_deadline_s=stop_deadline_s)
         self.log_file = node_dir / "broker.log"
         self.last_exit_code: int | None = None
-        self._tail: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
         self._process: BrokerProcess | None = None
         self._prepared = False
         #: turns the broker's command line into one that runs it elsewhere (a network namespace)
@@ -292,17 +304,6 @@ class ProcessNode(ManagedNode):
             raise NodeStopError(self.name, f"still running {self.stop_deadline_s:.0f}s after SIGKILL",
                                 self.logs(LOG_TAIL_LINES))
         self.last_exit_code = code
-
-    def restart(self, graceful: bool = True) -> None:
-        if graceful:
-            self.stop()
-        else:
-            self.kill()
-        self.start()
-
-    def logs(self, lines: int = 200) -> str:
-        kept = list(self._tail)
-        return "".join(kept[-lines:] if lines > 0 else kept)
 
     def close(self) -> None:
         process = self._process

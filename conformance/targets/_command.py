@@ -12,7 +12,6 @@ nodes is started, installing its own configuration again.  Topology node *i* run
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import re
 import socket
@@ -26,7 +25,7 @@ from ._base import CONFIG, CONTROL, KILL, LOG, LOG_TAIL_LINES, RESTART, ManagedN
 from ._commands import CommandFailed, CommandLog, CommandRecord, fill, run_command
 from ._config import write_etc
 from ._errors import NodeStartError, TargetError, UnsupportedByTarget
-from ._process import LOG_LINES_KEPT, BrokerProcess, ExitedEarly, NotReady
+from ._process import BrokerProcess, ExitedEarly, NotReady
 from ._reference import ReferenceNode
 from ._target_file import FileNode, TargetFile, capabilities_of, unlocking_commands
 from ._topology import NodeSpec, Topology
@@ -117,7 +116,6 @@ class CommandNode(ManagedNode):
         self.file_node = file_node
         self._bench = bench
         self._target = target
-        self._tail: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
         self._follower: BrokerProcess | None = None
         #: whether the broker runs, as far as the kit knows (None: not known yet; a connection tells)
         self._up: bool | None = None
@@ -267,15 +265,7 @@ class CommandNode(ManagedNode):
             self._refuse(KILL, "kill")
         if not (self._offers("start") and self._offers("stop")):
             self._refuse(RESTART, "restart")
-        if graceful:
-            self.stop()
-        else:
-            self.kill()
-        self.start()
-
-    def logs(self, lines: int = 200) -> str:
-        kept = list(self._tail)
-        return "".join(kept[-lines:] if lines > 0 else kept)
+        super().restart(graceful)
 
     def close(self) -> None:
         """Bring down a broker the kit started (kill, else stop); a failing command is in the command log."""
