@@ -4,10 +4,11 @@ from the topology node.
 
 Only what both old servers can be told without XML is rendered: the acceptor, the data directory, persistence,
 security (users whose roles may do everything), the connection-TTL override and check period, the transaction
-timeout, the ID cache, the declared queues and the dead-letter, expiry and redelivery settings.  A topology asking for
-more (a cluster, an HA pair, security rules of its own, elements the old servers do not have) is UNSUPPORTED, naming
-what; auto-create and auto-delete settings are left out (neither server creates core queues on demand: cases create
-theirs).
+timeout, the ID cache, the declared queues, the dead-letter, expiry and redelivery settings, and a cluster (connectors,
+a cluster connection over static connectors or UDP discovery) with HA pairs on a shared store or by replication.  A
+topology asking for more (security rules of its own, scale-down, a lock manager, elements or settings the old servers
+do not have) is UNSUPPORTED, naming what; auto-create and auto-delete settings are left out (neither server creates
+core queues on demand: cases create theirs).
 """
 
 from __future__ import annotations
@@ -48,8 +49,6 @@ def _refuse(kind: str, what: str) -> UnsupportedByTarget:
 def legacy_config(kind: str, topology: Topology, node: str) -> dict[str, Any]:
     """The launcher's JSON configuration for ``node`` of a resolved topology; UnsupportedByTarget for what the old
     server cannot be told."""
-    if topology.cluster is not None or topology.ha is not None:
-        raise _refuse(kind, "a cluster or an HA pair")
     spec = topology.node(node)
     if spec.extra:
         raise _refuse(kind, f"<{spec.extra[0][0]}>")
@@ -72,8 +71,9 @@ def legacy_config(kind: str, topology: Topology, node: str) -> dict[str, Any]:
         settings[setting.match] = values
     queues = [{"address": address.name, "name": queue.name, "durable": queue.durable, "filter": queue.filter}
               for address in topology.addresses for queue in address.queues]
-    return {
-        "host": spec.host, "port": spec.port, "data_dir": str(spec.data_dir), "persistence": spec.persistence,
+    config: dict[str, Any] = {
+        "name": node, "host": spec.host, "port": spec.port, "data_dir": str(spec.data_dir),
+        "persistence": spec.persistence,
         "security_enabled": security.enabled,
         "users": [{"name": u.name, "password": u.password, "roles": list(u.roles)} for u in security.users],
         "connection_ttl_override_ms": spec.connection_ttl_override_ms,
@@ -81,10 +81,67 @@ def legacy_config(kind: str, topology: Topology, node: str) -> dict[str, Any]:
         "transaction_timeout_ms": spec.transaction_timeout_ms, "id_cache_size": spec.id_cache_size,
         "queues": queues, "address_settings": settings,
     }
+    if topology.cluster is not None:
+        config |= _cluster(kind, topology, node)
+    return config
+
+
+def _cluster(kind: str, topology: Topology, node: str) -> dict[str, Any]:
+    """The connectors, cluster connection and HA policy of ``node`` (keys ``connectors``, ``cluster``, ``ha``)."""
+    cluster = topology.cluster
+    assert cluster is not None
+    if cluster.scale_down:
+        raise _refuse(kind, "scale-down")
+    if cluster.message_load_balancing == "OFF_WITH_REDISTRIBUTION":
+        raise _refuse(kind, "message-load-balancing OFF_WITH_REDISTRIBUTION (added in Artemis 2.x)")
+    if cluster.topology_scanner_attempts not in (None, 0):
+        raise _refuse(kind, "a topology scanner (Artemis 2.41.0+)")
+    names = tuple(n.name for n in topology.nodes)
+    via = {peer: url for owner, peer, url in cluster.via if owner == node}
+    connectors: dict[str, dict[str, Any]] = {}
+    for other in topology.nodes:
+        host, port = other.host, other.port
+        if other.name in via:
+            host, _, port_text = via[other.name].removeprefix("tcp://").rpartition(":")
+            port = int(port_text)
+        connectors[other.name] = {"host": host.strip("[]"), "port": port}
+    discovery = None
+    if cluster.discovery == "udp":
+        discovery = {"group_address": cluster.group_address, "group_port": cluster.group_port,
+                     "local_bind_address": topology.node(node).host,
+                     "broadcast_period_ms": cluster.broadcast_period_ms,
+                     "refresh_timeout_ms": cluster.refresh_timeout_ms}
+    rendered: dict[str, Any] = {"connectors": connectors, "cluster": {
+        "name": cluster.name, "connector": node,
+        "static_connectors": list(cluster.static_targets(node, names)) if discovery is None else None,
+        "discovery": discovery, "message_load_balancing": cluster.message_load_balancing,
+        "max_hops": cluster.max_hops, "retry_interval_ms": cluster.retry_interval_ms,
+        "retry_interval_multiplier": cluster.retry_interval_multiplier,
+        "max_retry_interval_ms": cluster.max_retry_interval_ms, "reconnect_attempts": cluster.reconnect_attempts,
+        "initial_connect_attempts": cluster.initial_connect_attempts, "user": cluster.user,
+        "password": cluster.password_of(node), "check_period_ms": cluster.check_period_ms,
+        "connection_ttl_ms": cluster.connection_ttl_ms,
+        "allow_direct_connections_only": cluster.allow_direct_connections_only,
+    }}
+    ha = topology.ha
+    role = ha.role_of(node) if ha is not None else None
+    if ha is not None and role is not None:
+        if ha.lock_manager:
+            raise _refuse(kind, "a pluggable lock manager (Artemis 2.x)")
+        if ha.transparent_resume:
+            raise _refuse(kind, "transparent resume (the reference broker's)")
+        rendered["ha"] = {"policy": ha.policy, "role": role[0], "allow_failback": ha.allow_failback,
+                          "failover_on_shutdown": ha.failover_on_shutdown,
+                          "check_for_live_server": ha.check_for_live_server}
+    return rendered
 
 
 class LegacyNode(ProcessNode):
     ready = re.compile(rf"{re.escape(READY_PREFIX)}(\S+):(\d+)")
+    # an HA backup, passive (shared store: waiting for the lock; replication: announced to its primary), and a
+    # replication backup that holds its primary's state: the launcher's own lines
+    passive = re.compile(r"cck legacy server waiting as backup")
+    synced = re.compile(r"cck legacy server backup synchronised")
     launch_label = "legacy server"
 
     def __init__(self, spec: NodeSpec, topology: Topology, node_dir: Path, *, kind: str, start_deadline_s: float,

@@ -11,9 +11,12 @@ import pytest
 
 from cck.conformance.targets import (
     AddressSetting,
+    ClusterSpec,
+    HASpec,
     ManagedTarget,
     Node,
     NodeSpec,
+    ScaleDownSpec,
     SecurityRule,
     SecuritySpec,
     Topology,
@@ -54,15 +57,33 @@ def test_numbers_and_flags_of_address_settings_are_typed(tmp_path: Path) -> None
         "q.#": {"max_delivery_attempts": 3, "redelivery_delay_ms": 100, "send_to_dla_on_no_route": True}}
 
 
+def test_a_cluster_and_an_ha_pair_are_rendered(tmp_path: Path) -> None:
+    topology = resolved(Topology.ha_pair(HASpec("replication"), ClusterSpec(via=(("node0", "node1", "tcp://127.0.0.1:9"),))),
+                        tmp_path)
+    primary, backup = legacy_config("artemis1", topology, "node0"), legacy_config("artemis1", topology, "node1")
+    assert primary["connectors"]["node1"] == {"host": "127.0.0.1", "port": 9}  # node0 reaches node1 through the proxy
+    assert backup["connectors"]["node0"] == {"host": "127.0.0.1", "port": topology.nodes[0].port}
+    assert primary["cluster"]["static_connectors"] == ["node1"]
+    assert primary["cluster"]["discovery"] is None
+    assert (primary["ha"]["role"], backup["ha"]["role"]) == ("primary", "backup")
+    discovered = resolved(Topology.cluster_of(2, ClusterSpec(discovery="udp")), tmp_path)
+    cluster = legacy_config("hornetq", discovered, "node1")["cluster"]
+    assert cluster["static_connectors"] is None
+    assert cluster["discovery"]["group_port"] == discovered.cluster.group_port  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize(("change", "named"), [
-    (lambda t: Topology.cluster_of(2), "a cluster or an HA pair"),
+    (lambda t: Topology.cluster_of(2, ClusterSpec(scale_down=(ScaleDownSpec("node0"),))), "scale-down"),
+    (lambda t: Topology.ha_pair(HASpec("replication", lock_manager=True)), "a pluggable lock manager"),
+    (lambda t: Topology.cluster_of(2, ClusterSpec(message_load_balancing="OFF_WITH_REDISTRIBUTION")),
+     "OFF_WITH_REDISTRIBUTION"),
     (lambda t: dataclasses.replace(t, nodes=(NodeSpec(extra=(("journal-type", "NIO"),)),)), "<journal-type>"),
     (lambda t: dataclasses.replace(t, address_settings=(AddressSetting.of("#", auto_delete_queues_delay=5),)),
      "address setting <auto-delete-queues-delay>"),
     (lambda t: dataclasses.replace(t, security=SecuritySpec(enabled=True, users=(User("a", "b"),), rules=(
         SecurityRule("#", "send", ("amq",)),))), "security rules of the case's own"),
     (lambda t: dataclasses.replace(t, security=SecuritySpec(enabled=True, guest_role="guest")), "a guest"),
-], ids=["cluster", "extra", "setting", "rules", "guest"])
+], ids=["scale-down", "lock-manager", "off-with-redistribution", "extra", "setting", "rules", "guest"])
 def test_what_the_launcher_cannot_be_told_is_unsupported(tmp_path: Path, change: object, named: str) -> None:
     topology = change(Topology.single())  # type: ignore[operator]
     with pytest.raises(UnsupportedByTarget, match=named):
