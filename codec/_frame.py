@@ -149,8 +149,9 @@ class FrameDecoder:
     ``version`` is the connection's protocol version and may be changed between
     frames (a server learns it from SUBSCRIBE_TOPOLOGY_V2 or CREATESESSION).
     With ``expect_preamble`` the decoder first waits for 8 bytes and skips the
-    ``ARTEMIS`` preamble when present, as an Artemis acceptor does (without it,
-    frames are read from the first byte, as for pre-2.0 clients).
+    ``ARTEMIS`` preamble when present, as an Artemis acceptor does, or the
+    ``HORNETQ`` one a client of a HornetQ server sends (without either, frames
+    are read from the first byte).
 
     A frame whose body is malformed is consumed before its error is raised, so a
     caller may go on decoding; an oversized or nonsensical length prefix leaves
@@ -198,7 +199,7 @@ class FrameDecoder:
             if self.buffered < len(PREAMBLE) + 1:
                 return NEED_DATA
             self._await_preamble = False
-            if self._buffer[self._pos : self._pos + len(PREAMBLE)] == PREAMBLE:
+            if bytes(self._buffer[self._pos : self._pos + len(PREAMBLE)]) in (PREAMBLE, HORNETQ_PREAMBLE):
                 self._pos += len(PREAMBLE)
                 self._consumed += len(PREAMBLE)
                 self.saw_preamble = True

@@ -39,6 +39,8 @@ _SETTINGS = {
 #: settings the old servers lack that change nothing for a case that creates its queues itself
 _IGNORED = {"auto-create-queues", "auto-create-addresses", "auto-delete-queues", "auto-delete-addresses"}
 _NUMERIC = {"max_delivery_attempts", "redelivery_delay_ms", "expiry_delay_ms"}
+#: HornetQ 2.4.7 checks connection TTLs every 2 s, fixed (RemotingServiceImpl); the topology's default is the same
+HORNETQ_TTL_CHECK_MS = 2000
 
 
 def _refuse(kind: str, what: str) -> UnsupportedByTarget:
@@ -50,6 +52,9 @@ def legacy_config(kind: str, topology: Topology, node: str) -> dict[str, Any]:
     """The launcher's JSON configuration for ``node`` of a resolved topology; UnsupportedByTarget for what the old
     server cannot be told."""
     spec = topology.node(node)
+    if kind == "hornetq" and spec.connection_ttl_check_interval_ms != HORNETQ_TTL_CHECK_MS:
+        raise _refuse(kind, f"a connection-TTL check every {spec.connection_ttl_check_interval_ms} ms (HornetQ "
+                            f"checks every {HORNETQ_TTL_CHECK_MS} ms)")
     if spec.extra:
         raise _refuse(kind, f"<{spec.extra[0][0]}>")
     security = topology.security

@@ -55,3 +55,16 @@ def test_the_1x_send_and_receive_layouts_hold_for_every_version_before_129(versi
         assert _HEX[f"{name}@121"] == data
         frame = decode_frame(data, version=version)
         assert encode_packet(frame.packet, frame.channel_id, version=version) == data
+
+
+def test_a_decoder_expecting_a_preamble_skips_either_one() -> None:
+    """An acceptor (and the kit's fault proxy) reads a HornetQ client's stream as it reads an Artemis client's."""
+    from cck.codec import HORNETQ_PREAMBLE, PREAMBLE, FrameDecoder, Ping, encode_packet
+
+    frame = encode_packet(Ping(connection_ttl=60_000))
+    for preamble in (PREAMBLE, HORNETQ_PREAMBLE):
+        decoder = FrameDecoder(expect_preamble=True)
+        decoder.feed(preamble + frame)
+        decoded = decoder.next_frame()
+        assert decoder.saw_preamble
+        assert isinstance(decoded.packet, Ping)  # type: ignore[union-attr]
