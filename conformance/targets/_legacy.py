@@ -99,6 +99,9 @@ def _cluster(kind: str, topology: Topology, node: str) -> dict[str, Any]:
         raise _refuse(kind, "scale-down")
     if cluster.message_load_balancing == "OFF_WITH_REDISTRIBUTION":
         raise _refuse(kind, "message-load-balancing OFF_WITH_REDISTRIBUTION (added in Artemis 2.x)")
+    if kind == "hornetq" and cluster.message_load_balancing == "OFF":
+        raise _refuse(kind, "message-load-balancing OFF (HornetQ 2.4.7 only has forward-when-no-consumers, and "
+                            "its cluster connection always binds remote queues)")
     if cluster.topology_scanner_attempts not in (None, 0):
         raise _refuse(kind, "a topology scanner (Artemis 2.41.0+)")
     names = tuple(n.name for n in topology.nodes)
