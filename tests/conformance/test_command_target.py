@@ -77,6 +77,22 @@ def test_the_suite_runs_on_the_reference_broker_through_the_documented_commands(
     assert all(c["exit_status"] == 0 for c in commands)
 
 
+def test_artemis_instances_made_by_artemis_create_run_cases_through_their_commands(tmp_path: Path) -> None:
+    """The documented local Artemis example, on instances the distribution's own `artemis create` made: the kit
+    reaches them only through the file's commands (a kill -9 and restart, an HA backup waiting and taking over)."""
+    from cck.conformance.artemis import ensure_distribution
+    from cck.conformance.artemis.instances import make_instances
+
+    target_file = make_instances(ensure_distribution("2.44.0"), tmp_path / "instances", free_ports(2))
+    evidence = tmp_path / "evidence"
+    done = run_suite("--target-file", str(target_file), "--evidence-dir", str(evidence), "--case", "restart.recreate.1",
+                     "--case", "ha.kill.1", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "artemis 2.44.0 of target file" in done.stdout
+    assert {case: record["verdict"] for case, record in cases_of(evidence).items()} == {
+        "restart.recreate.1": "PASS", "ha.kill.1": "PASS"}
+
+
 def test_a_case_needing_what_the_file_does_not_offer_is_unsupported_naming_the_command(tmp_path: Path) -> None:
     text = reference_file(tmp_path).read_text()
     without_kill = "\n".join(line for line in text.splitlines() if not line.startswith("kill = "))
