@@ -24,7 +24,7 @@ import pytest
 from cck.codec import CURRENT_VERSION
 from cck.conformance.clients import ClientUnderTest
 from cck.conformance.evidence import CaseEvidence
-from cck.conformance.targets import ManagedTarget, Target, Topology
+from cck.conformance.targets import CommandFailed, ManagedTarget, Target, Topology, UnsupportedByTarget
 from cck.conformance.verdicts import Indeterminate, KitError, Verdict
 
 from ._run import RUN_KEY, VERDICT_KEY
@@ -103,6 +103,8 @@ def cck_target(_cck_session_target: Target) -> Target:
         if not node.is_running:  # an earlier case stopped or killed it
             try:
                 node.start()
+            except (CommandFailed, UnsupportedByTarget):  # the kit's set-up, or a node it may not start: as they are
+                raise
             except Exception as exc:
                 raise Indeterminate(f"node {node.name} did not come back after an earlier case: {exc}") from exc
     return _cck_session_target

@@ -120,6 +120,23 @@ def test_a_failing_command_is_the_kits_error_naming_the_command_and_status(tmp_p
     assert "no room" in str(raised.value)
 
 
+def test_a_failing_command_during_a_run_is_a_kit_error_not_a_fail(tmp_path: Path) -> None:
+    """The start command fails after the first start: the case that needs the broker back gets KIT_ERROR naming the
+    command and its status, and the run exits 3."""
+    text = reference_file(tmp_path, nodes=1).read_text()
+    flag = tmp_path / "started-once"
+    broken = text.replace('start = "cd {home}', f'start = "test ! -e {flag} || exit 9; touch {flag}; cd {{home}}')
+    path = tmp_path / "flaky.toml"
+    path.write_text(broken)
+    evidence = tmp_path / "evidence"
+    done = run_suite("--target-file", str(path), "--evidence-dir", str(evidence), "--case", "restart.recreate.1",
+                     cwd=tmp_path)
+    assert done.returncode == 3, done.stdout[-4000:]
+    record = cases_of(evidence)["restart.recreate.1"]
+    assert record["verdict"] == "KIT_ERROR"
+    assert "the start command of node 'node0' exited with status 9" in str(record["reason"])
+
+
 def test_topologies_take_the_nodes_in_turn(tmp_path: Path) -> None:
     """A target for another topology takes the nodes from the one that had them, which gets them back (with its
     own configuration again) when one of its nodes is started."""
