@@ -18,7 +18,7 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ._artemis import ArtemisNode, etc_options
 from ._base import CONFIG, CONTROL, KILL, LOG, LOG_TAIL_LINES, RESTART, ManagedNode, ManagedTarget
@@ -323,11 +323,9 @@ class CommandTarget(ManagedTarget):
         if topology.ha is not None and topology.ha.transparent_resume:
             raise UnsupportedByTarget("command", "transparent-resume", capabilities, "turn on transparent resume "
                                       "(a reference-broker command-line flag the kit cannot pass through commands)")
-        if target_file.broker == "artemis":
-            self.etc_options = etc_options(target_file.version)
-        else:
-            self.etc_options = {"topology_scanner": False} if target_file.broker == "reference" else \
-                etc_options(target_file.version)
+        # the reference broker has no topology scanner; any other broker is rendered for like Artemis of its version
+        self.etc_options: dict[str, Any] = ({"topology_scanner": False} if target_file.broker == "reference"
+                                            else etc_options(target_file.version))
         super().__init__(target_file.version, target_file.protocol_version, topology, Path(workdir),
                          capabilities=capabilities)
 
