@@ -81,11 +81,9 @@ def _cck_preflight(pytestconfig: pytest.Config, request: pytest.FixtureRequest) 
     state = pytestconfig.stash.get(RUN_KEY, None)
     version = min(CURRENT_VERSION, state.protocol_version or CURRENT_VERSION) if state else CURRENT_VERSION
     try:
-        lines = preflight(settings, lambda: request.getfixturevalue("_cck_session_target"), version)
+        lines = preflight(settings, request.getfixturevalue("cck_targets"), version)
     except PreflightError as exc:
         exit_for(exc)
-    except Indeterminate as exc:  # the session target did not start
-        exit_for(PreflightError(str(exc)))
     reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
     capture = pytestconfig.pluginmanager.get_plugin("capturemanager")
     if reporter is None:

@@ -20,9 +20,8 @@ from cck.conformance.targets import (
     CommandBench,
     CommandFailed,
     CommandLog,
-    CommandTarget,
+    NodeSpec,
     Target,
-    TargetError,
     Topology,
     capabilities_of,
     free_ports,
@@ -165,9 +164,13 @@ def check_broker(url: str, settings: Settings, version: int) -> None:
         raise PreflightError(_why(url, exc, settings.user)) from exc
 
 
-def preflight(settings: Settings, session_target: Callable[[], Target], version: int) -> list[str]:
+def preflight(settings: Settings, factory: TargetFactory, version: int) -> list[str]:
     """Check every broker the user named (url, command); the lines saying what was checked.  PreflightError for a
-    broker that does not answer, or a target file whose commands cannot start one."""
+    broker that does not answer, or a target file whose commands cannot bring one up.
+
+    A target file whose brokers the kit can start has each node started (as a broker of its own, configured by the
+    kit when the file can install a configuration), opened a session on and stopped again; the others must be
+    running already."""
     if settings.target == "url":
         assert settings.broker_url is not None
         check_broker(settings.broker_url, settings, version)
@@ -176,22 +179,23 @@ def preflight(settings: Settings, session_target: Callable[[], Target], version:
         return []
     target_file = settings.target_file
     assert target_file is not None
-    lines = []
+    if "control" not in capabilities_of(target_file):
+        for node in target_file.nodes:
+            check_broker(node.url, settings, version)
+        return [f"preflight: {node.url} ({node.name}) opened a session" for node in target_file.nodes]
+    # every node at once, each a broker of its own (no cluster): the commands of every node are tried
+    topology = Topology(nodes=tuple(NodeSpec(name=f"node{i}") for i in range(len(target_file.nodes))))
     try:
-        target = session_target()
-    except TargetError as exc:
-        raise PreflightError(f"the first node of {target_file.path} did not start: {exc}") from exc
-    check_broker(target.url, settings, version)
-    lines.append(f"preflight: {target.url} ({target_file.nodes[0].name}) opened a session")
-    can_start = "control" in capabilities_of(target_file)
-    for node in target_file.nodes[1:]:
-        if can_start:
-            continue  # started, with the configuration of the case that needs it, when a case does
-        check_broker(node.url, settings, version)
-        lines.append(f"preflight: {node.url} ({node.name}) opened a session")
-    if isinstance(target, CommandTarget) and can_start:
-        lines.append(f"preflight: the other {len(target_file.nodes) - 1} node(s) start when a case needs them")
-    return lines
+        target = factory.started(topology)
+    except (CommandFailed, Indeterminate) as exc:
+        raise PreflightError(f"the nodes of {target_file.path} did not start: {exc}") from exc
+    try:
+        for started in target.nodes:
+            check_broker(started.url, settings, version)
+    finally:
+        target.close()
+    return [f"preflight: {file_node.url} ({file_node.name}) started through its commands, opened a session, stopped"
+            for file_node in target_file.nodes]
 
 
 def exit_for(error: PreflightError) -> None:

@@ -189,6 +189,17 @@ def test_a_url_nobody_listens_on_ends_the_run_at_once_as_a_usage_error(tmp_path:
     assert not re.search(r"\d+ (passed|failed)", done.stdout), "no case ran"
 
 
+def test_a_node_whose_commands_fail_ends_the_run_before_any_case(tmp_path: Path) -> None:
+    text = reference_file(tmp_path, nodes=2).read_text()
+    broken = text.replace('name = "node1"', 'name = "node1"\ncommands = { start = "echo no such instance >&2; exit 2" }')
+    path = tmp_path / "broken.toml"
+    path.write_text(broken)
+    done = run_suite("--target-file", str(path), "--case", "restart.recreate.1", cwd=tmp_path)
+    assert done.returncode == 4, done.stdout[-3000:]
+    assert "preflight failed: the nodes of" in done.stdout + done.stderr
+    assert "the start command of node 'node1' exited with status 2" in done.stdout + done.stderr
+
+
 @pytest.fixture
 def not_core() -> Iterator[str]:
     """A TCP server that answers every connection with an HTTP error and closes it."""
