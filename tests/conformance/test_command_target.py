@@ -191,7 +191,8 @@ def test_a_url_nobody_listens_on_ends_the_run_at_once_as_a_usage_error(tmp_path:
 
 def test_a_node_whose_commands_fail_ends_the_run_before_any_case(tmp_path: Path) -> None:
     text = reference_file(tmp_path, nodes=2).read_text()
-    broken = text.replace('name = "node1"', 'name = "node1"\ncommands = { start = "echo no such instance >&2; exit 2" }')
+    failing = 'commands = { start = "echo no such instance >&2; exit 2" }'
+    broken = text.replace('name = "node1"', f'name = "node1"\n{failing}')
     path = tmp_path / "broken.toml"
     path.write_text(broken)
     done = run_suite("--target-file", str(path), "--case", "restart.recreate.1", cwd=tmp_path)
