@@ -10,7 +10,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from cck.conformance.targets._legacy_launch import LEGACY_SERVERS
+from cck.conformance.targets import LEGACY_SERVERS
 from cck.conformance.verdicts import Verdict
 
 __all__ = ["Deviation", "DeviationError", "DEVIATIONS_DIR", "default_deviations_file", "client_deviations_file",

@@ -20,8 +20,7 @@ from cck.conformance.cases import Case
 from cck.conformance.clauses import CLAUSE_DIR, Clause, ClauseError, load_clauses
 from cck.conformance.evidence import EvidenceWriter
 from cck.conformance.evidence.schema import format_timestamp
-from cck.conformance.targets import kit_version, launch_counts
-from cck.conformance.targets._legacy_launch import LEGACY_SERVERS
+from cck.conformance.targets import LEGACY_SERVERS, kit_version, launch_counts
 from cck.conformance.verdicts import Verdict
 
 from ._allure import label_case, label_verdict

@@ -34,3 +34,13 @@ def test_intermittent_must_be_a_boolean(tmp_path: Path) -> None:
     where = r"artemis-9\.9\.9\.toml: deviation #1 \(reattach\.cut\.9\): field 'intermittent'"
     with pytest.raises(DeviationError, match=where):
         load_deviations(_file(tmp_path, 'intermittent = "yes"\n'))
+
+
+def test_each_target_kind_has_its_deviations_file() -> None:
+    from cck.conformance.plugin._deviations import DEVIATIONS_DIR, default_deviations_file
+
+    assert default_deviations_file("reference", None) == DEVIATIONS_DIR / "reference.toml"
+    assert default_deviations_file("artemis", "2.44.0") == DEVIATIONS_DIR / "artemis-2.44.0.toml"
+    assert default_deviations_file("hornetq", None) == DEVIATIONS_DIR / "hornetq-2.4.7.Final.toml"
+    assert default_deviations_file("artemis1", None) == DEVIATIONS_DIR / "artemis1-1.5.6.toml"
+    assert default_deviations_file("url", None) is None

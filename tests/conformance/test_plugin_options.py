@@ -12,6 +12,7 @@ import pytest
 from cck.conformance.oracles import DEFAULT_TOLERANCE, Tolerance
 from cck.conformance.plugin import OPTIONS, resolve_settings
 from cck.conformance.plugin._options import conformance_option_given
+from cck.conformance.targets import TARGET_KINDS
 
 
 def _pins() -> tuple[str, tuple[str, ...]]:
@@ -110,8 +111,8 @@ def test_paths_in_the_ini_file_are_relative_to_it(tmp_path: Path) -> None:
         ({"timing_tolerance": "100"}, {}, {}, "--timing-tolerance: '100' is not ABS_MS,REL"),
         ({}, {"CCK_TIMING_TOLERANCE": "a,b"}, {}, "(from env CCK_TIMING_TOLERANCE)"),
         ({"timing_tolerance": "-5,0.1"}, {}, {}, "--timing-tolerance: '-5,0.1' is not ABS_MS,REL"),
-        ({"target": "rabbit"}, {}, {}, "--target: 'rabbit' is not a target: use one of url, reference, artemis, "
-                                       "command (from --target)"),
+        ({"target": "rabbit"}, {}, {}, f"--target: 'rabbit' is not a target: use one of {', '.join(TARGET_KINDS)} "
+                                       "(from --target)"),
         ({}, {"CCK_BROKER_URL": "http://h:1"}, {}, "--broker-url: 'http://h:1' is not a broker URL"),
         ({}, {}, {"broker_url": "tcp://h"}, "(from ini cck_broker_url)"),
         ({"target": "reference"}, {"CCK_BROKER_URL": "tcp://h:1"}, {},
