@@ -52,6 +52,8 @@ def legacy_config(kind: str, topology: Topology, node: str) -> dict[str, Any]:
     """The launcher's JSON configuration for ``node`` of a resolved topology; UnsupportedByTarget for what the old
     server cannot be told."""
     spec = topology.node(node)
+    # the cluster first: what a clustered case is about (its load balancing, its HA policy) is what to name
+    clustered = _cluster(kind, topology, node) if topology.cluster is not None else {}
     if kind == "hornetq" and spec.connection_ttl_check_interval_ms != HORNETQ_TTL_CHECK_MS:
         raise _refuse(kind, f"a connection-TTL check every {spec.connection_ttl_check_interval_ms} ms (HornetQ "
                             f"checks every {HORNETQ_TTL_CHECK_MS} ms)")
@@ -86,9 +88,7 @@ def legacy_config(kind: str, topology: Topology, node: str) -> dict[str, Any]:
         "transaction_timeout_ms": spec.transaction_timeout_ms, "id_cache_size": spec.id_cache_size,
         "queues": queues, "address_settings": settings,
     }
-    if topology.cluster is not None:
-        config |= _cluster(kind, topology, node)
-    return config
+    return config | clustered
 
 
 def _cluster(kind: str, topology: Topology, node: str) -> dict[str, Any]:
