@@ -207,8 +207,13 @@ async def _over_and_back(primary: Launched, backup: Launched, ports: tuple[int, 
         producer = session.create_producer("ha")
         for seq in range(5):  # confirmed by the primary: on the backup before each confirmation
             await producer.send(CoreMessage(b"m", durable=True, properties=TypedProperties.of(seq=seq)))
+        followed = asyncio.Event()
+        connection.add_event_listener(lambda event: followed.set() if event.kind == "recreated" else None)
         kill(primary)
         await asyncio.to_thread(backup.wait_for, LISTENING, DEADLINE_S)
+        # the backup listening is not the client having followed it: a send before that is cut by the failover
+        # (FailoverInterrupted, outcome unknown), as a loaded machine showed
+        await asyncio.wait_for(followed.wait(), DEADLINE_S)
         for seq in range(5, 10):  # sent to the backup once the client followed it
             await producer.send(CoreMessage(b"m", durable=True, properties=TypedProperties.of(seq=seq)))
         assert connection.machine.connector == Connector("127.0.0.1", ports[1])
