@@ -35,10 +35,11 @@ _SETTINGS = {
     "redelivery-delay": "redelivery_delay_ms",
     "expiry-delay": "expiry_delay_ms",
     "send-to-dla-on-no-route": "send_to_dla_on_no_route",
+    "redistribution-delay": "redistribution_delay_ms",
 }
 #: settings the old servers lack that change nothing for a case that creates its queues itself
 _IGNORED = {"auto-create-queues", "auto-create-addresses", "auto-delete-queues", "auto-delete-addresses"}
-_NUMERIC = {"max_delivery_attempts", "redelivery_delay_ms", "expiry_delay_ms"}
+_NUMERIC = {"max_delivery_attempts", "redelivery_delay_ms", "expiry_delay_ms", "redistribution_delay_ms"}
 #: HornetQ 2.4.7 checks connection TTLs every 2 s, fixed (RemotingServiceImpl); the topology's default is the same
 HORNETQ_TTL_CHECK_MS = 2000
 

@@ -51,10 +51,12 @@ def test_a_single_node_is_rendered_with_what_the_old_servers_know(tmp_path: Path
 
 
 def test_numbers_and_flags_of_address_settings_are_typed(tmp_path: Path) -> None:
-    setting = AddressSetting.of("q.#", max_delivery_attempts=3, redelivery_delay=100, send_to_dla_on_no_route=True)
+    setting = AddressSetting.of("q.#", max_delivery_attempts=3, redelivery_delay=100, send_to_dla_on_no_route=True,
+                                redistribution_delay=0)
     topology = resolved(Topology.single(address_settings=(setting,)), tmp_path)
     assert legacy_config("artemis1", topology, "node0")["address_settings"] == {
-        "q.#": {"max_delivery_attempts": 3, "redelivery_delay_ms": 100, "send_to_dla_on_no_route": True}}
+        "q.#": {"max_delivery_attempts": 3, "redelivery_delay_ms": 100, "send_to_dla_on_no_route": True,
+                "redistribution_delay_ms": 0}}
 
 
 def test_a_cluster_and_an_ha_pair_are_rendered(tmp_path: Path) -> None:
