@@ -16,7 +16,6 @@ import asyncio
 import collections
 import json
 import re
-import shutil
 import signal
 import socket
 from collections.abc import Iterator
@@ -27,22 +26,18 @@ import pytest
 
 from cck.codec import CoreMessage, TypedProperties
 from cck.conformance.targets._legacy_launch import (
-    LEGACY_SERVERS,
     READY_PREFIX,
     LegacyLaunch,
-    ensure_legacy,
     legacy_argv,
 )
 from cck.conformance.targets._process import BrokerProcess, ExitedEarly, NotReady, free_ports
 from cck.reference.client import ClientSettings, Connection, connect
+from tests.conformance import legacy_support
+from tests.conformance.legacy_support import STOP_DEADLINE_S, LegacyProcess, needs_legacy
 
-MISSING = [tool for tool in ("java", "javac", "mvn") if shutil.which(tool) is None]
-pytestmark = pytest.mark.skipif(
-    bool(MISSING), reason=f"the legacy servers need a JDK 17+ and Maven: {', '.join(MISSING)} not on PATH")
-
-KINDS = sorted(LEGACY_SERVERS)
+pytestmark = needs_legacy
+launch = legacy_support.launch  # the fixture: each kind's launcher in turn
 WAIT_S = 60.0  # each wait for a line: the machine is small and may be busy with another run
-STOP_DEADLINE_S = 60.0
 IO_TIMEOUT_S = 15.0
 SCENARIO_DEADLINE_S = 180.0
 QUEUE = "cck.legacy.cluster.q"
@@ -60,22 +55,13 @@ BRIDGE_CONNECTED = re.compile(r"\b(?:HQ|AMQ)221027: Bridge .* is connected")
 BACKUP_ANNOUNCED = re.compile(r"\b(?:HQ|AMQ)221031: backup announced")
 
 
-@pytest.fixture(scope="module", params=KINDS)
-def launch(request: pytest.FixtureRequest) -> LegacyLaunch:
-    return ensure_legacy(str(request.param))
-
-
-class Node:
-    """One server of a cluster or pair: a BrokerProcess whose first line is the active or the backup line."""
+class Node(LegacyProcess):
+    """One server of a cluster or pair: its first line is the active or the backup line."""
 
     def __init__(self, launch: LegacyLaunch, tmp: Path, config: dict[str, Any]) -> None:
         self.name = str(config["name"])
-        self.port = int(config["port"])
-        path = tmp / f"{self.name}.json"
-        path.write_text(json.dumps(config, indent=2), encoding="utf-8")
-        self.tail: collections.deque[str] = collections.deque(maxlen=2000)
-        self.process = BrokerProcess(legacy_argv(launch, path), ready=FIRST_LINE, log_file=tmp / f"{self.name}.log",
-                                     tail=self.tail, label=f"legacy {launch.server.kind}")
+        super().__init__(launch, config, tmp / f"{self.name}.json", tmp / f"{self.name}.log", ready=FIRST_LINE,
+                         tail_lines=2000)
         self.first_line = ""
 
     def wait_first_line(self) -> str:
@@ -95,16 +81,6 @@ class Node:
             return self.process.wait_line(pattern, WAIT_S)
         except (NotReady, ExitedEarly) as exc:
             raise AssertionError(f"{self.name}: no line matching {pattern.pattern!r} ({exc}):\n{self.log()}") from None
-
-    def stop(self) -> int | None:
-        self.process.signal_group(signal.SIGTERM)
-        code = self.process.wait(STOP_DEADLINE_S)
-        if code is None:
-            self.process.kill(STOP_DEADLINE_S)
-        return code
-
-    def log(self) -> str:
-        return "".join(self.tail)
 
 
 @pytest.fixture

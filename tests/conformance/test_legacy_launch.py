@@ -31,7 +31,6 @@ import collections
 import json
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -63,7 +62,6 @@ from cck.codec import (
     encode_packet,
 )
 from cck.conformance.targets._legacy_launch import (
-    LEGACY_SERVERS,
     READY_PREFIX,
     LegacyError,
     LegacyLaunch,
@@ -72,15 +70,13 @@ from cck.conformance.targets._legacy_launch import (
 )
 from cck.conformance.targets._process import BrokerProcess, ExitedEarly, NotReady, free_ports
 from cck.reference.client import BrokerRefused, ClientSettings, Connection, Session, connect
+from tests.conformance import legacy_support
+from tests.conformance.legacy_support import STOP_DEADLINE_S, LegacyProcess, needs_legacy
 from tests.reference.cut_proxy import CutProxy
 
-MISSING = [tool for tool in ("java", "javac", "mvn") if shutil.which(tool) is None]
-pytestmark = pytest.mark.skipif(
-    bool(MISSING), reason=f"the legacy servers need a JDK 17+ and Maven: {', '.join(MISSING)} not on PATH")
-
-KINDS = sorted(LEGACY_SERVERS)
+pytestmark = needs_legacy
+launch = legacy_support.launch  # the fixture: each kind's launcher in turn
 READY_DEADLINE_S = 120.0
-STOP_DEADLINE_S = 60.0
 IO_TIMEOUT_S = 15.0
 QUIET_S = 0.5
 SCENARIO_DEADLINE_S = 120.0
@@ -89,40 +85,20 @@ QUEUE = "cck.legacy.q"
 USER, PASSWORD, ROLE = "cck", "secret", "cck-role"
 
 
-@pytest.fixture(scope="module", params=KINDS)
-def launch(request: pytest.FixtureRequest) -> LegacyLaunch:
-    return ensure_legacy(str(request.param))
-
-
-class Server:
-    """One run of a legacy server as the kit will run it: a BrokerProcess waiting for the ready line."""
+class Server(LegacyProcess):
+    """One run of a legacy server as the kit will run it: started, and waited for until its ready line."""
 
     def __init__(self, launch: LegacyLaunch, tmp: Path, config: dict[str, Any], run: int) -> None:
         self.launch = launch
-        self.port = int(config["port"])
-        path = tmp / f"config-{run}.json"
-        path.write_text(json.dumps(config, indent=2), encoding="utf-8")
-        self.tail: collections.deque[str] = collections.deque(maxlen=400)
         started = time.monotonic()
-        self.process = BrokerProcess(legacy_argv(launch, path), ready=re.compile(re.escape(READY_PREFIX) + ".*"),
-                                     log_file=tmp / "server.log", tail=self.tail,
-                                     label=f"legacy {launch.server.kind}")
+        super().__init__(launch, config, tmp / f"config-{run}.json", tmp / "server.log",
+                         ready=re.compile(re.escape(READY_PREFIX) + ".*"), tail_lines=400)
         try:
             self.ready_line = self.process.wait_ready(READY_DEADLINE_S).group(0)
         except (NotReady, ExitedEarly):
             self.process.kill(STOP_DEADLINE_S)
             raise AssertionError("the server did not become ready:\n" + "".join(self.tail)) from None
         self.startup_s = time.monotonic() - started
-
-    def stop(self) -> int | None:
-        self.process.signal_group(signal.SIGTERM)
-        code = self.process.wait(STOP_DEADLINE_S)
-        if code is None:
-            self.process.kill(STOP_DEADLINE_S)
-        return code
-
-    def log(self) -> str:
-        return "".join(self.tail)
 
 
 def config_for(launch: LegacyLaunch, data_dir: Path, port: int, *, security: bool = False) -> dict[str, Any]:
