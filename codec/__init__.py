@@ -177,6 +177,8 @@ from ._packets.xa import (
 from ._registry import KIT_PACKET_CLASSES, PACKET_CLASSES, packet_class
 from ._structures import (
     EMPTY_PROPERTIES,
+    HORNETQ_NETTY_CONNECTOR_FACTORY,
+    NETTY_CONNECTOR_FACTORY,
     CoreMessage,
     Property,
     PropertyValue,
@@ -187,6 +189,7 @@ from ._structures import (
     decode_message,
     decode_xid,
     encode_xid,
+    netty_connector_factory,
 )
 
 __all__ = [
@@ -237,10 +240,12 @@ __all__ = [
     "FrameDecoder",
     "FrameTooLarge",
     "HEADER_SIZE",
+    "HORNETQ_NETTY_CONNECTOR_FACTORY",
     "HORNETQ_PREAMBLE",
     "MalformedFrame",
     "MessageType",
     "NEED_DATA",
+    "NETTY_CONNECTOR_FACTORY",
     "NeedData",
     "NodeAnnounceMessage",
     "NullResponseMessage",
@@ -335,6 +340,7 @@ __all__ = [
     "encode_discovery",
     "encode_message",
     "encode_xid",
+    "netty_connector_factory",
     "encode_packet",
     "packet_class",
     "raw",

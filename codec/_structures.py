@@ -276,6 +276,18 @@ XID = DataclassAdapter(
 
 EXTRA_PROPERTY_PREFIX = "$.EP."
 NETTY_CONNECTOR_FACTORY = "org.apache.activemq.artemis.core.remoting.impl.netty.NettyConnectorFactory"
+#: HornetQ's servers name their own package's Netty factory in connectors (topology, discovery datagrams) and
+#: cannot load Artemis's: a connector meant for them must name this one.
+HORNETQ_NETTY_CONNECTOR_FACTORY = "org.hornetq.core.remoting.impl.netty.NettyConnectorFactory"
+#: Artemis 1.0.0 took core protocol version 126; every earlier version is HornetQ's.
+FIRST_ARTEMIS_PROTOCOL_VERSION = 126
+
+
+def netty_connector_factory(protocol_version: int | None) -> str:
+    """The Netty connector factory class a server speaking ``protocol_version`` names (Artemis's when unknown)."""
+    if protocol_version is not None and protocol_version < FIRST_ARTEMIS_PROTOCOL_VERSION:
+        return HORNETQ_NETTY_CONNECTOR_FACTORY
+    return NETTY_CONNECTOR_FACTORY
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,11 +313,13 @@ class TransportConfiguration:
     extra_props: tuple[TransportParam, ...] = ()
 
     @classmethod
-    def netty(cls, host: str, port: int, name: str = "netty") -> TransportConfiguration:
-        """A Netty connector as broker.xml URIs write it (host and port as strings)."""
+    def netty(cls, host: str, port: int, name: str = "netty", *,
+              factory: str = NETTY_CONNECTOR_FACTORY) -> TransportConfiguration:
+        """A Netty connector as broker.xml URIs write it (host and port as strings); ``factory`` names the
+        server family's Netty factory class (:func:`netty_connector_factory`)."""
         return cls(
             name,
-            NETTY_CONNECTOR_FACTORY,
+            factory,
             (
                 TransportParam("host", TransportParamType.STRING, host),
                 TransportParam("port", TransportParamType.STRING, str(port)),

@@ -22,7 +22,14 @@ from collections.abc import Callable
 
 import pytest
 
-from cck.codec import CoreMessage, DiscoveryDatagram, RoutingType, TransportConfiguration, encode_discovery
+from cck.codec import (
+    CoreMessage,
+    DiscoveryDatagram,
+    RoutingType,
+    TransportConfiguration,
+    encode_discovery,
+    netty_connector_factory,
+)
 from cck.conformance.cases import Case, cases
 from cck.conformance.clients import ClientUnderTest
 from cck.conformance.evidence import CaseEvidence
@@ -41,8 +48,6 @@ CASE_S = 90.0
 #: A node's first datagram once the target reports it started (a JVM's cluster manager starts last).
 FIRST_S = 20.0
 RECEIVE_S = 10.0
-#: What a Netty connector names as its factory (as broker.xml connector URLs are turned into).
-NETTY_FACTORY = TransportConfiguration.netty("127.0.0.1", 0).factory_class_name
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -70,8 +75,15 @@ async def _datagrams(listener: BroadcastListener, node: NodeSpec, count: int, se
     return listener.from_node(node.host, node.port, after_ns=after_ns)[:count]
 
 
-def _content_problems(node: NodeSpec, heard: list[Heard]) -> list[str]:
-    """What is wrong with one node's datagrams (layout, connector, identity within one instance)."""
+def _fake_connector(target: ManagedTarget, port: int) -> TransportConfiguration:
+    """A connector to the kit's listener that the target's servers can load (HornetQ's name their own factory)."""
+    return TransportConfiguration.netty("127.0.0.1", port, "fake",
+                                        factory=netty_connector_factory(target.protocol_version))
+
+
+def _content_problems(node: NodeSpec, heard: list[Heard], factory: str) -> list[str]:
+    """What is wrong with one node's datagrams (layout, connector, identity within one instance); ``factory``
+    is the Netty connector factory class the server's family names (as broker.xml connector URLs become)."""
     problems: list[str] = []
     for h in heard:
         if h.datagram is None:
@@ -83,7 +95,7 @@ def _content_problems(node: NodeSpec, heard: list[Heard]) -> list[str]:
         if len(h.datagram.connectors) != 1:
             problems.append(f"{len(h.datagram.connectors)} connectors advertised, the broadcast group names one")
         for connector in h.datagram.connectors:
-            if connector.factory_class_name != NETTY_FACTORY:
+            if connector.factory_class_name != factory:
                 problems.append(f"connector {connector.name!r} has factory {connector.factory_class_name!r}")
             if connector_of(connector) != Connector(node.host, node.port):
                 problems.append(f"connector {connector.name!r} advertises {connector_of(connector)}, the node's "
@@ -129,8 +141,9 @@ def test_broadcast_datagrams(case: Case, cck_make_target: MakeTarget, cck_settin
         async with _listener(target) as listener:
             per_node = {spec.name: await _datagrams(listener, spec, 3, window) for spec in target.topology.nodes}
         evidence.note("datagrams", {name: [h.to_json() for h in heard] for name, heard in per_node.items()})
+        factory = netty_connector_factory(target.protocol_version)
         problems = [f"{name}: {p}" for spec in target.topology.nodes
-                    for name in [spec.name] for p in _content_problems(spec, per_node[name])]
+                    for name in [spec.name] for p in _content_problems(spec, per_node[name], factory)]
         ids = [(heard[0].datagram.node_id, heard[0].datagram.unique_id)
                for heard in per_node.values() if heard[0].datagram is not None]
         if len({node_id for node_id, _ in ids}) != len(ids):
@@ -404,8 +417,8 @@ def test_cluster_connection_discovers_injected_node(case: Case, cck_make_target:
         assert own.datagram is not None, own.error
         node_id = own.datagram.node_id if case.params["own_id"] else str(uuid.uuid4())
         async with _Doorbell() as doorbell:
-            fake = DiscoveryDatagram(node_id, str(uuid.uuid4()),
-                                     (TransportConfiguration.netty("127.0.0.1", doorbell.port, "fake"),))
+            port = doorbell.port  # kept: the listener is closed when the verdict is written
+            fake = DiscoveryDatagram(node_id, str(uuid.uuid4()), (_fake_connector(target, port),))
             started = time.monotonic()
             async with _Announcer((cluster.group_address, cluster.group_port), encode_discovery(fake),
                                   0.5) as announcer:
@@ -420,7 +433,7 @@ def test_cluster_connection_discovers_injected_node(case: Case, cck_make_target:
                               f"{node_id} ({sent} datagrams sent)")
         else:
             assert rang, (f"the node's cluster connection did not connect to the fake node {node_id} at "
-                          f"127.0.0.1:{doorbell.port} within {wait_s:.0f} s ({sent} datagrams sent)")
+                          f"127.0.0.1:{port} within {wait_s:.0f} s ({sent} datagrams sent)")
 
     run(cck_settings, scenario(), CASE_S)
 
@@ -460,7 +473,7 @@ def test_discovery_entry_expires(case: Case, cck_make_target: MakeTarget, cck_se
             await _datagrams(listener, node, 1, cck_settings.deadline(FIRST_S))
         async with _Doorbell() as doorbell:
             port = doorbell.port
-            connector = TransportConfiguration.netty("127.0.0.1", port, "fake")
+            connector = _fake_connector(target, port)
             fake = encode_discovery(DiscoveryDatagram(str(uuid.uuid4()), str(uuid.uuid4()), (connector,)))
             started = time.monotonic()
             async with _Announcer(group, fake, period_ms / 1000) as first:

@@ -68,3 +68,19 @@ def test_a_decoder_expecting_a_preamble_skips_either_one() -> None:
         decoded = decoder.next_frame()
         assert decoder.saw_preamble
         assert isinstance(decoded.packet, Ping)  # type: ignore[union-attr]
+
+
+HORNETQ, ARTEMIS = "org.hornetq.", "org.apache.activemq.artemis."
+
+
+@pytest.mark.parametrize(
+    ("version", "package"),
+    [(124, HORNETQ), (125, HORNETQ), (126, ARTEMIS), (128, ARTEMIS), (136, ARTEMIS), (None, ARTEMIS)],
+)
+def test_a_connector_names_the_netty_factory_of_the_server_s_family(version: int | None, package: str) -> None:
+    """HornetQ's servers load connectors by class name and only know their own package's factory."""
+    from cck.codec import TransportConfiguration, netty_connector_factory
+
+    factory = netty_connector_factory(version)
+    assert factory == f"{package}core.remoting.impl.netty.NettyConnectorFactory"
+    assert TransportConfiguration.netty("h", 1, factory=factory).factory_class_name == factory
