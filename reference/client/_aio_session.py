@@ -268,8 +268,9 @@ class Producer:
             await awaitable(call)
 
     async def send_async(self, message: CoreMessage) -> asyncio.Future[Packet] | None:
-        """Send without waiting; the future completes when the broker answers (needs a confirmation window
-        or a blocking send setting — otherwise the broker does not answer and ``None`` is returned)."""
+        """Send without waiting; the future completes when the broker answers, or, before protocol 130, confirms
+        the send's command (needs a confirmation window or a blocking send setting — otherwise the broker does
+        neither and ``None`` is returned)."""
         call, _ = await self._send(message)
         return None if call is None else awaitable(call)
 

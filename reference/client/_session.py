@@ -71,6 +71,7 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         packet = frame.packet
         if isinstance(packet, PacketsConfirmedMessage):
             self.send_window.confirmed(packet.command_id)
+            self.commands_confirmed(packet.command_id)
             return
         if packet.IS_RESPONSE:
             self.calls.answer(packet)
@@ -98,6 +99,10 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         self.closed = True
         self.failure = error
         self.calls.fail_all(error)
+        self.confirmations_lost(lambda _call: error)
+        for _packet, confirmation in self.held:
+            if confirmation is not None:
+                confirmation.fail(error)
         self._end_consumers()
         if self.on_credits is not None:
             self.on_credits()
@@ -120,6 +125,7 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         cached commands were replayed."""
         self.connection = connection
         replay = self.send_window.replay_after(broker_last_confirmed)
+        self.commands_confirmed(broker_last_confirmed)
         connection.write_frames(replay)
         self._resume(call_deadline_ms)
         return len(replay)
@@ -132,6 +138,7 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         self.server_version = server_version
         connection.adopt_version(server_version)
         self.send_window.reset()
+        self.confirmations_lost(lambda call: FailoverInterrupted(call.request))
         self.receive_window.last_confirmed = -1
         self.receive_window.received_bytes = 0
         self.calls.fail_oldest(self._calls_at_detach, lambda call: FailoverInterrupted(call.request))
@@ -155,8 +162,8 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         self.attached = True
         self.calls.extend_deadlines(call_deadline_ms)
         held, self.held = self.held, []
-        for packet in held:
-            self.write(packet)
+        for packet, confirmation in held:
+            self.write(packet, confirmation)
 
     # ------------------------------------------------------------------ producers
 
@@ -199,7 +206,7 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         # From 2.7.0 (130) a confirmation window makes every send ask for a NULL_RESPONSE; before it (the
         # SessionSendMessage / _1X layouts) only a blocking send does, and the window confirms the others
         # with PACKETS_CONFIRMED alone (Artemis 1.x's client acknowledges sends from its command
-        # confirmation handler), so such a send has no call to wait on.
+        # confirmation handler), so such a send's call completes when its command ID is confirmed.
         windowed = self.send_window.enabled and self.version >= ARTEMIS_2_7_0_VERSION
         requires_response = blocking or windowed
         correlation = 0
@@ -213,7 +220,9 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         self.work_done = True
         if requires_response:
             call = self.calls.add(self.connection.new_call("SESS_SEND", NULL, correlation, blocking=blocking))
-        self.write(packet)
+        elif self.send_window.enabled:  # before 130: done when the broker confirms the command
+            call = Call("SESS_SEND", (), None)
+        self.write(packet, None if requires_response else call)
         return call, blocking
 
     # ------------------------------------------------------------------ local transactions

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -97,7 +98,12 @@ class SessionChannel:
         self.server_version = settings.version
         # Failover state (notes §9.4, §9.5).
         self.attached = True
-        self.held: list[Packet] = []  # written while detached: sent once reattached or recreated
+        #: written while detached: sent once reattached or recreated (with the send's confirmation call, if any)
+        self.held: list[tuple[Packet, Call | None]] = []
+        #: asynchronous sends before 2.7.0 (130) with a confirmation window, by command ID: the broker does not
+        #: answer them, its PACKETS_CONFIRMED does (Artemis 1.x's client acknowledges such a send from its
+        #: command confirmation handler)
+        self.confirmations: deque[tuple[int, Call]] = deque()
         self._calls_at_detach = 0
         self.work_done = False  # a transacted session has sent or acknowledged since its last commit/rollback
         self.rollback_only = False
@@ -115,8 +121,9 @@ class SessionChannel:
         to the broker's once it told us), as Artemis's session context asks its connection."""
         return self.connection.version
 
-    def write(self, packet: Packet) -> None:
-        """Send a packet on this session's channel (confirmable ones enter the resend cache)."""
+    def write(self, packet: Packet, confirmation: Call | None = None) -> None:
+        """Send a packet on this session's channel (confirmable ones enter the resend cache); ``confirmation``
+        completes once the broker confirms the packet's command ID."""
         if self.closed:
             if self.failure is not None:
                 raise self.failure
@@ -124,9 +131,22 @@ class SessionChannel:
                 raise self.connection.failure
             raise ObjectClosed(f"session {self.options.name!r} is closed; cannot send {packet.type_name()}")
         if not self.attached:
-            self.held.append(packet)
+            self.held.append((packet, confirmation))
             return
         self.connection.send_session_packet(self, packet)
+        if confirmation is not None:
+            self.confirmations.append((self.send_window.next_command_id - 1, confirmation))
+
+    def commands_confirmed(self, last_id: int) -> None:
+        """The broker has processed every command up to ``last_id``: the sends waiting for that complete."""
+        while self.confirmations and self.confirmations[0][0] <= last_id:
+            self.confirmations.popleft()[1].resolve(PacketsConfirmedMessage(last_id))
+
+    def confirmations_lost(self, error: Callable[[Call], ClientError]) -> None:
+        """The commands waiting for a confirmation will not get one (the session is gone or was recreated)."""
+        while self.confirmations:
+            call = self.confirmations.popleft()[1]
+            call.fail(error(call))
 
     def _call(self, packet: Packet, expect: tuple[type[Packet], ...], correlation: int | None = None) -> Call:
         call = self.calls.add(self.connection.new_call(packet.type_name(), expect, correlation, blocking=True))

@@ -32,6 +32,7 @@ from cck.codec import (
     CreateSessionResponseMessage,
     FrameDecoder,
     Packet,
+    PacketsConfirmedMessage,
     Ping,
     PropertyType,
     SessionQueueQueryResponseMessage,
@@ -40,7 +41,15 @@ from cck.codec import (
     TypedProperties,
     encode_packet,
 )
-from cck.reference.client import ClientConnectionCore, ClientSettings, SessionCore, SessionOptions
+from cck.reference.client import (
+    Call,
+    ClientConnectionCore,
+    ClientSettings,
+    ConnectionFailed,
+    FailoverInterrupted,
+    SessionCore,
+    SessionOptions,
+)
 
 VECTORS = Path(__file__).resolve().parents[2] / "fixtures" / "vectors" / "packets.jsonl"
 NODE = "11111111-2222-3333-4444-555555555555"
@@ -267,7 +276,8 @@ def test_a_consumer_is_created_without_a_priority_and_takes_the_old_query_answer
 @pytest.mark.parametrize("version", LEGACY)
 def test_sends_use_the_1x_layout_and_only_blocking_ones_ask_for_an_answer(version: int) -> None:
     """With a confirmation window a 2.7+ client asks for an answer to every send; before 130 only a blocking
-    send does (the window's PACKETS_CONFIRMED stands for the rest), and no correlation ID travels."""
+    send does (the window's PACKETS_CONFIRMED stands for the rest: the send is done once its command ID is
+    confirmed), and no correlation ID travels."""
     server = Server(version, confirmation_window_size=1024, producer_window_size=-1)
     session = server.topology_then_session()
     producer = session.create_producer("a1")
@@ -284,12 +294,58 @@ def test_sends_use_the_1x_layout_and_only_blocking_ones_ask_for_an_answer(versio
     assert blocking.error is None
 
     call, is_blocking = session.send(producer, CoreMessage(b"x", address="a1", durable=False))
-    assert (call, is_blocking) == (None, False)
+    assert call is not None
+    assert not is_blocking
     decoder = FrameDecoder(version=version)
     decoder.feed(server.sent())
     packet = next(decoder).packet
     assert isinstance(packet, SessionSendMessage)
     assert (packet.requires_response, packet.correlation_id, packet.sender_id) == (False, None, None)
+    server.answer(PacketsConfirmedMessage(0), session.channel_id)  # the blocking send's command, not this one
+    assert not call.done
+    server.answer(PacketsConfirmedMessage(1), session.channel_id)
+    assert call.done
+    assert call.error is None
+
+
+def _async_sends(version: int, count: int) -> tuple[Server, SessionCore, list[Call]]:
+    server = Server(version, confirmation_window_size=1024, producer_window_size=-1)
+    session = server.topology_then_session()
+    producer = session.create_producer("a1")
+    calls = []
+    for n in range(count):
+        call, _ = session.send(producer, CoreMessage(bytes([n]), address="a1", durable=False))
+        assert call is not None
+        calls.append(call)
+    server.frames()
+    return server, session, calls
+
+
+@pytest.mark.parametrize("version", LEGACY)
+def test_a_reattach_completes_the_sends_the_broker_had_and_the_replayed_ones_on_their_confirmation(
+        version: int) -> None:
+    server, session, calls = _async_sends(version, 3)
+    session.detach(None)
+    session.reattached(server.client, 0, NOW)  # the broker had command 0; 1 and 2 are replayed
+    assert [c.done for c in calls] == [True, False, False]
+    assert len(server.frames()) == 2
+    server.answer(PacketsConfirmedMessage(2), session.channel_id)
+    assert all(c.done and c.error is None for c in calls)
+
+
+@pytest.mark.parametrize("version", LEGACY)
+def test_a_recreated_session_reports_unconfirmed_sends_as_interrupted_and_a_failure_fails_them(
+        version: int) -> None:
+    server, session, calls = _async_sends(version, 2)
+    server.answer(PacketsConfirmedMessage(0), session.channel_id)
+    session.detach(None)
+    session.recreated(server.client, version, NOW)
+    assert calls[0].error is None
+    assert isinstance(calls[1].error, FailoverInterrupted)
+
+    _, session, calls = _async_sends(version, 1)
+    session.failed(ConnectionFailed("gone"))
+    assert isinstance(calls[0].error, ConnectionFailed)
 
 
 @pytest.mark.parametrize("version", LEGACY)
