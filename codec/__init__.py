@@ -176,7 +176,9 @@ from ._packets.xa import (
 )
 from ._registry import KIT_PACKET_CLASSES, PACKET_CLASSES, packet_class
 from ._structures import (
+    DUPLICATE_ID_PROPERTY,
     EMPTY_PROPERTIES,
+    HORNETQ_DUPLICATE_ID_PROPERTY,
     HORNETQ_NETTY_CONNECTOR_FACTORY,
     NETTY_CONNECTOR_FACTORY,
     CoreMessage,
@@ -188,6 +190,7 @@ from ._structures import (
     Xid,
     decode_message,
     decode_xid,
+    duplicate_id_property,
     encode_xid,
     netty_connector_factory,
 )
@@ -233,6 +236,7 @@ __all__ = [
     "DisconnectMessage_V3",
     "DisconnectReason",
     "DiscoveryDatagram",
+    "DUPLICATE_ID_PROPERTY",
     "EMPTY_PROPERTIES",
     "EncodeError",
     "ExceptionType",
@@ -240,6 +244,7 @@ __all__ = [
     "FrameDecoder",
     "FrameTooLarge",
     "HEADER_SIZE",
+    "HORNETQ_DUPLICATE_ID_PROPERTY",
     "HORNETQ_NETTY_CONNECTOR_FACTORY",
     "HORNETQ_PREAMBLE",
     "MalformedFrame",
@@ -339,6 +344,7 @@ __all__ = [
     "encode_body",
     "encode_discovery",
     "encode_message",
+    "duplicate_id_property",
     "encode_xid",
     "netty_connector_factory",
     "encode_packet",

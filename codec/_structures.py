@@ -290,6 +290,20 @@ def netty_connector_factory(protocol_version: int | None) -> str:
     return NETTY_CONNECTOR_FACTORY
 
 
+#: The message property a producer's duplicate ID travels in (``Message.HDR_DUPLICATE_DETECTION_ID``): Artemis's
+#: name from 1.0.0, and HornetQ's, which a HornetQ server alone looks for.
+DUPLICATE_ID_PROPERTY = "_AMQ_DUPL_ID"
+HORNETQ_DUPLICATE_ID_PROPERTY = "_HQ_DUPL_ID"
+
+
+def duplicate_id_property(protocol_version: int | None) -> str:
+    """The duplicate-ID property a server speaking ``protocol_version`` detects duplicates by (Artemis's when
+    unknown)."""
+    if protocol_version is not None and protocol_version < FIRST_ARTEMIS_PROTOCOL_VERSION:
+        return HORNETQ_DUPLICATE_ID_PROPERTY
+    return DUPLICATE_ID_PROPERTY
+
+
 @dataclass(frozen=True, slots=True)
 class TransportParam:
     """One connector parameter with the type byte it travels with."""

@@ -15,13 +15,20 @@ from collections.abc import Awaitable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from cck.codec import CoreMessage, ExceptionType, TypedProperties, Xid
+from cck.codec import (
+    DUPLICATE_ID_PROPERTY,
+    CoreMessage,
+    ExceptionType,
+    TypedProperties,
+    Xid,
+    duplicate_id_property,
+)
 from cck.conformance.cases import Case, cases
 from cck.conformance.evidence import CaseEvidence
 from cck.conformance.faults import Drop, FaultProxy
 from cck.conformance.oracles import History
 from cck.conformance.plugin import Settings
-from cck.conformance.targets import ManagedTarget, NodeSpec
+from cck.conformance.targets import ManagedTarget, NodeSpec, Target
 from cck.reference.client import (
     BrokerRefused,
     ClientError,
@@ -73,8 +80,8 @@ COUNT = 10
 SETTLE_S = 5.0
 XA_FORMAT = 0x434B  # "CK"
 XAER_NOTA = -4
-#: the message property Artemis's duplicate detection reads
-DUPLICATE_ID = "_AMQ_DUPL_ID"
+#: the message property Artemis's duplicate detection reads (HornetQ's is ``_HQ_DUPL_ID``: codec.duplicate_id_property)
+DUPLICATE_ID = DUPLICATE_ID_PROPERTY
 
 #: the pair's nodes store each delivery's count before the delivery goes out (the redelivered mark survives a kill)
 COUNT_FIRST = NodeSpec(extra=(("persist-delivery-count-before-delivery", "true"),))
@@ -210,16 +217,19 @@ def _redelivery_pair(case: Case, make_target: MakeTarget, evidence: CaseEvidence
     return pair(make_target, evidence, policy, like=COUNT_FIRST if case.params["count_first"] else None)
 
 
-async def _send_identified(producer: Producer, history: History, prefix: str, ids: Sequence[bytes]) -> list[str]:
-    """Send one durable message per duplicate ID (keyed ``prefix:seq``, its ID in ``_AMQ_DUPL_ID``) inside the
-    session's transaction; recorded as invoked, their outcome is the caller's."""
+async def _send_identified(producer: Producer, history: History, prefix: str, ids: Sequence[bytes],
+                           target: Target) -> list[str]:
+    """Send one durable message per duplicate ID (keyed ``prefix:seq``, its ID in the property the target's server
+    family detects duplicates by) inside the session's transaction; recorded as invoked, their outcome is the
+    caller's."""
+    property_name = duplicate_id_property(target.protocol_version)
     keys = []
     for seq, duplicate_id in enumerate(ids):
         key = f"{prefix}:{seq}"
         history.invoke_send("tx", key, producer="C", seq=seq)
         await producer.send(CoreMessage(key.encode(), durable=True,
                                         properties=TypedProperties.of({"key": key, "seq": seq,
-                                                                       DUPLICATE_ID: duplicate_id})))
+                                                                       property_name: duplicate_id})))
         keys.append(key)
     return keys
 
@@ -366,7 +376,7 @@ def test_a_commit_cut_off_by_failover(case: Case, cck_make_target: MakeTarget, c
             session = await connection.create_session(transacted=True)
             producer = session.create_producer(queue)
             if duplicates:
-                keys = await _send_identified(producer, history, case.id, ids)
+                keys = await _send_identified(producer, history, case.id, ids, target)
             else:
                 keys = await send_keyed(producer, history, case.id, [True] * COUNT, name="C", process="tx",
                                         confirmed=False)
@@ -390,7 +400,7 @@ def test_a_commit_cut_off_by_failover(case: Case, cck_make_target: MakeTarget, c
                 history.info("tx", "send", key, producer="C", seq=seq)
             assert isinstance(outcome, FailoverInterrupted), f"the waiting commit ended with {outcome!r}"
             if duplicates:
-                await _send_identified(producer, history, case.id, ids)
+                await _send_identified(producer, history, case.id, ids, target)
                 retried: object = "ok"
                 try:
                     await session.commit()

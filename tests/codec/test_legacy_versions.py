@@ -84,3 +84,12 @@ def test_a_connector_names_the_netty_factory_of_the_server_s_family(version: int
     factory = netty_connector_factory(version)
     assert factory == f"{package}core.remoting.impl.netty.NettyConnectorFactory"
     assert TransportConfiguration.netty("h", 1, factory=factory).factory_class_name == factory
+
+
+@pytest.mark.parametrize(("version", "name"), [(124, "_HQ_DUPL_ID"), (125, "_HQ_DUPL_ID"), (126, "_AMQ_DUPL_ID"),
+                                               (136, "_AMQ_DUPL_ID"), (None, "_AMQ_DUPL_ID")])
+def test_the_duplicate_id_travels_in_the_property_of_the_server_s_family(version: int | None, name: str) -> None:
+    """A HornetQ server detects duplicates by ``_HQ_DUPL_ID`` only; Artemis renamed it in 1.0.0."""
+    from cck.codec import duplicate_id_property
+
+    assert duplicate_id_property(version) == name
