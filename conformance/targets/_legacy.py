@@ -58,8 +58,10 @@ def legacy_config(kind: str, topology: Topology, node: str) -> dict[str, Any]:
     if kind == "hornetq" and spec.connection_ttl_check_interval_ms != HORNETQ_TTL_CHECK_MS:
         raise _refuse(kind, f"a connection-TTL check every {spec.connection_ttl_check_interval_ms} ms (HornetQ "
                             f"checks every {HORNETQ_TTL_CHECK_MS} ms)")
-    if spec.extra:
-        raise _refuse(kind, f"<{spec.extra[0][0]}>")
+    extra = dict(spec.extra)
+    persist_count = extra.pop("persist-delivery-count-before-delivery", "false")
+    if extra:
+        raise _refuse(kind, f"<{next(iter(extra))}>")
     security = topology.security
     if security.rules is not None:
         raise _refuse(kind, "security rules of the case's own")
@@ -87,6 +89,7 @@ def legacy_config(kind: str, topology: Topology, node: str) -> dict[str, Any]:
         "connection_ttl_override_ms": spec.connection_ttl_override_ms,
         "connection_ttl_check_interval_ms": spec.connection_ttl_check_interval_ms,
         "transaction_timeout_ms": spec.transaction_timeout_ms, "id_cache_size": spec.id_cache_size,
+        "persist_delivery_count_before_delivery": persist_count == "true",
         "queues": queues, "address_settings": settings,
     }
     return config | clustered
@@ -96,8 +99,8 @@ def _cluster(kind: str, topology: Topology, node: str) -> dict[str, Any]:
     """The connectors, cluster connection and HA policy of ``node`` (keys ``connectors``, ``cluster``, ``ha``)."""
     cluster = topology.cluster
     assert cluster is not None
-    if cluster.scale_down:
-        raise _refuse(kind, "scale-down")
+    if cluster.scale_down and kind == "hornetq":
+        raise _refuse(kind, "scale-down (Artemis 1.0.0+)")
     if cluster.message_load_balancing == "OFF_WITH_REDISTRIBUTION":
         raise _refuse(kind, "message-load-balancing OFF_WITH_REDISTRIBUTION (added in Artemis 2.x)")
     if kind == "hornetq" and cluster.message_load_balancing == "OFF":
@@ -132,6 +135,11 @@ def _cluster(kind: str, topology: Topology, node: str) -> dict[str, Any]:
         "connection_ttl_ms": cluster.connection_ttl_ms,
         "allow_direct_connections_only": cluster.allow_direct_connections_only,
     }}
+    scale_down = cluster.scale_down_of(node)
+    if scale_down is not None:  # a live-only policy with <scale-down>, as broker.xml.j2 renders it
+        rendered["scale_down"] = {"enabled": scale_down.enabled, "group_name": scale_down.group_name,
+                                  "connectors": list(scale_down.connectors(names, cluster.discovery)),
+                                  "discovery": scale_down.uses_discovery(cluster.discovery)}
     ha = topology.ha
     role = ha.role_of(node) if ha is not None else None
     if ha is not None and role is not None:

@@ -50,6 +50,14 @@ def test_a_single_node_is_rendered_with_what_the_old_servers_know(tmp_path: Path
     assert config["address_settings"] == {"#": {"dead_letter_address": "DLQ", "expiry_address": "ExpiryQueue"}}
 
 
+@pytest.mark.parametrize("kind", ["hornetq", "artemis1"])
+def test_the_delivery_count_can_be_stored_before_delivery(kind: str, tmp_path: Path) -> None:
+    plain = resolved(Topology.single(), tmp_path)
+    assert legacy_config(kind, plain, "node0")["persist_delivery_count_before_delivery"] is False
+    first = resolved(Topology.single(NodeSpec(extra=(("persist-delivery-count-before-delivery", "true"),))), tmp_path)
+    assert legacy_config(kind, first, "node0")["persist_delivery_count_before_delivery"] is True
+
+
 def test_numbers_and_flags_of_address_settings_are_typed(tmp_path: Path) -> None:
     setting = AddressSetting.of("q.#", max_delivery_attempts=3, redelivery_delay=100, send_to_dla_on_no_route=True,
                                 redistribution_delay=0)
@@ -72,6 +80,20 @@ def test_a_cluster_and_an_ha_pair_are_rendered(tmp_path: Path) -> None:
     cluster = legacy_config("hornetq", discovered, "node1")["cluster"]
     assert cluster["static_connectors"] is None
     assert cluster["discovery"]["group_port"] == discovered.cluster.group_port  # type: ignore[union-attr]
+
+
+def test_artemis_1_scales_down_as_broker_xml_would_say(tmp_path: Path) -> None:
+    spec = ClusterSpec(scale_down=(ScaleDownSpec("node0", enabled=False, group_name="b"),
+                                   ScaleDownSpec("node1", group_name="a", targets=("node0", "node2"))))
+    topology = resolved(Topology.cluster_of(3, spec), tmp_path)
+    assert legacy_config("artemis1", topology, "node1")["scale_down"] == {
+        "enabled": True, "group_name": "a", "connectors": ["node0", "node2"], "discovery": False}
+    assert legacy_config("artemis1", topology, "node0")["scale_down"] == {
+        "enabled": False, "group_name": "b", "connectors": [], "discovery": False}
+    assert "scale_down" not in legacy_config("artemis1", topology, "node2")
+    found = resolved(Topology.cluster_of(2, ClusterSpec(discovery="udp", scale_down=(ScaleDownSpec("node1"),))),
+                     tmp_path)
+    assert legacy_config("artemis1", found, "node1")["scale_down"]["discovery"] is True
 
 
 @pytest.mark.parametrize(("change", "named"), [
