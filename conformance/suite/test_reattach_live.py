@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from cck.codec import PREAMBLE, FrameDecoder, ReattachSessionMessage, ReattachSessionResponseMessage, encode_packet
+from cck.codec import FrameDecoder, ReattachSessionMessage, ReattachSessionResponseMessage, encode_packet
 from cck.conformance.cases import Case, cases
 from cck.conformance.evidence import CaseEvidence
 from cck.conformance.plugin import Settings
 from cck.conformance.targets import Target
 from cck.conformance.verdicts import CheckFailed
+from cck.reference.client import ClientSettings
 
 from ._kit import REATTACHING, client_settings, observed, run
 from ._reattach_kit import proxied_scenario
@@ -38,13 +39,16 @@ LIVE = (
 )
 
 
-async def _reattach_from(url: str, name: str, version: int) -> ReattachSessionResponseMessage:
-    """A fresh TCP connection to ``url`` that writes the preamble and REATTACH_SESSION(``name``, -1) and reads
-    until the broker's REATTACH_SESSION_RESP on the setup channel (unbounded: the caller bounds it)."""
+async def _reattach_from(url: str, name: str, settings: ClientSettings) -> ReattachSessionResponseMessage:
+    """A fresh TCP connection to ``url`` that writes the preamble (``HORNETQ`` to a HornetQ server) and
+    REATTACH_SESSION(``name``, -1) and reads until the broker's REATTACH_SESSION_RESP on the setup channel
+    (unbounded: the caller bounds it)."""
+    version = settings.version
     host, _, port = url.removeprefix("tcp://").rpartition(":")
     reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
     try:
-        writer.write(PREAMBLE + encode_packet(ReattachSessionMessage(name, -1), SETUP_CHANNEL, version=version))
+        writer.write(settings.preamble_bytes()
+                     + encode_packet(ReattachSessionMessage(name, -1), SETUP_CHANNEL, version=version))
         await writer.drain()
         decoder = FrameDecoder(version=version)
         while True:
@@ -80,7 +84,7 @@ def test_reattach_of_a_live_windowless_session(case: Case, cck_target: Target, c
             name = sc.session.name
             evidence.note("session_name", name)
             answer = await observed(
-                _reattach_from(sc.proxy.url, name, sc.settings.version), deadline(ANSWER_S),
+                _reattach_from(sc.proxy.url, name, sc.settings), deadline(ANSWER_S),
                 "the broker's REATTACH_SESSION_RESP to a second connection's REATTACH_SESSION for a live session "
                 "with window -1")
             evidence.note("reattach_response", repr(answer))
