@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 
-from cck.codec import ARTEMIS_2_7_0_VERSION, CreateSessionMessage, ReattachSessionResponseMessage, SessionSendMessage
+from cck.codec import CreateSessionMessage, ReattachSessionResponseMessage, SessionSendMessage
 from cck.conformance.cases import Case, cases
 from cck.conformance.evidence import CaseEvidence
 from cck.conformance.faults import CutAfter, Drop, ResetDuringReattach, WireRecord
@@ -274,8 +274,8 @@ LOSS = tuple(
          {"c2s": f"{k} asynchronous {'durable' if durable else 'non-durable'} sends never reach the broker "
                  f"(every client frame dropped), then the connection is reset; window {window} bytes",
           "s2c": f"the broker's answers to {k} asynchronous non-durable sends are dropped, then the connection "
-                 f"is reset; window {window} bytes (before protocol 130 the sends ask for an answer, as only a "
-                 "blocking send's is answered there)",
+                 f"is reset; window {window} bytes (below protocol 130 the sends ask for an answer, as every "
+                 "windowed send does from 130)",
           "deliveries": f"{k} deliveries to a consumer are dropped on the way, then the connection is reset; "
                         f"window {window} bytes"}[what],
          {"c2s": "the broker reports a last command before the lost ones; the client replays every lost send on "
@@ -320,15 +320,9 @@ def test_loss_before_the_cut(case: Case, cck_target: Target, cck_settings: Setti
     deadline = cck_settings.deadline
     what, k = p["what"], p["k"]
 
-    # Before 130 the broker answers only a send that asks for it (the window confirms the rest with the
-    # unconfirmable PACKETS_CONFIRMED): the answers to lose are those of sends that ask, written without waiting.
-    old = cck_target.protocol_version is not None and cck_target.protocol_version < ARTEMIS_2_7_0_VERSION
-    ask = what == "s2c" and old
-
     async def scenario() -> None:
         async with (proxied_scenario(cck_target, evidence, case.id, durable=p["durable"],
-                                     confirmation_window_size=p["window"], block_on_acknowledge=True,
-                                     block_on_non_durable_send=ask) as sc,
+                                     confirmation_window_size=p["window"], block_on_acknowledge=True) as sc,
                     sc.judged(cck_target.url, evidence, cck_settings),
                     sc.connection,
                     AsyncExitStack() as stack):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from cck.codec import CURRENT_VERSION
+from cck.codec import ARTEMIS_2_7_0_VERSION, CURRENT_VERSION
 from cck.conformance.targets import Target
 from cck.reference.client import ClientSettings
 
@@ -33,5 +33,15 @@ def protocol_version(target: Target) -> int:
 
 
 def client_settings(target: Target, profile: ClientSettings, **changes: Any) -> ClientSettings:
-    """``profile`` spoken in the target's protocol version, with ``changes`` (a case's window, ttl, ...)."""
-    return dataclasses.replace(profile, version=protocol_version(target), **changes)
+    """``profile`` spoken in the target's protocol version, with ``changes`` (a case's window, ttl, ...).
+
+    Below 130 a send with a confirmation window is answered only by the PACKETS_CONFIRMED that covers it, which
+    can wait for the broker's next TTL check (2 s); from 130 every such send asks for an answer.  So that a case
+    waits for a send as long as the broker takes to process it on every version, its sends ask for an answer
+    below 130 too (non-durable ones block, unless the case says otherwise)."""
+    version = protocol_version(target)
+    settings = dataclasses.replace(profile, version=version, **changes)
+    if (version < ARTEMIS_2_7_0_VERSION and settings.confirmation_window_size != -1
+            and "block_on_non_durable_send" not in changes):
+        settings = dataclasses.replace(settings, block_on_non_durable_send=True)
+    return settings
