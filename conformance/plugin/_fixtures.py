@@ -29,7 +29,7 @@ from cck.conformance.verdicts import Indeterminate, KitError, Verdict
 
 from ._run import RUN_KEY, VERDICT_KEY
 from ._settings import SETTINGS_KEY, Settings
-from ._targets import PreflightError, TargetFactory, exit_for, preflight
+from ._targets import PreflightError, TargetFactory, check_room, exit_for, preflight
 
 __all__ = ["cck_settings", "cck_targets", "cck_target", "cck_make_target", "cck_client", "evidence", "EVIDENCE_KEY",
            "FRESH_MARKER", "TargetPool"]
@@ -72,16 +72,20 @@ def _cck_session_target(cck_targets: TargetFactory) -> Iterator[Target]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _cck_preflight(pytestconfig: pytest.Config, request: pytest.FixtureRequest) -> None:
-    """Before the first test of an active run against brokers the user names (url, command): each of them answers
-    and opens a session, or the run ends at once with a usage error naming the broker and the cause."""
+def _cck_preflight(pytestconfig: pytest.Config, request: pytest.FixtureRequest,
+                   tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Before the first test of an active run: against brokers the user names (url, command) each of them answers
+    and opens a session; for brokers the kit starts, there is room for their journals.  Otherwise the run ends at
+    once with a usage error naming the broker or the directory and the cause."""
     settings = pytestconfig.stash.get(SETTINGS_KEY, None)
-    if settings is None or settings.target not in ("url", "command") or not settings.preflight:
+    if settings is None or not settings.active or not settings.preflight:
         return
     state = pytestconfig.stash.get(RUN_KEY, None)
     version = min(CURRENT_VERSION, state.protocol_version or CURRENT_VERSION) if state else CURRENT_VERSION
     try:
-        lines = preflight(settings, request.getfixturevalue("cck_targets"), version)
+        lines = [] if settings.target == "url" else [check_room(tmp_path_factory.getbasetemp())]
+        if settings.target in ("url", "command"):
+            lines += preflight(settings, request.getfixturevalue("cck_targets"), version)
     except PreflightError as exc:
         exit_for(exc)
     reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 from collections.abc import Generator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -110,6 +111,15 @@ def _check_clause_selection(settings: Settings, clauses: dict[str, Clause]) -> N
                                     "`cck clauses` lists them)")
 
 
+def parses_badly(version: tuple[int, ...]) -> bool:
+    """Whether this Python can raise ``SystemError: AST constructor recursion depth mismatch`` from ``ast.parse``
+    (CPython before 3.11.8 and 3.12.2, python/cpython#106905).  pytest parses a failed test's source to show its
+    traceback; the error escapes as an INTERNALERROR and ends the whole run, losing every later case's verdict.
+    A native traceback (``--tb=native``) parses nothing, so an active run on such a Python uses it unless ``--tb``
+    was given."""
+    return (3, 11) <= version[:3] < (3, 11, 8) or (3, 12) <= version[:3] < (3, 12, 2)
+
+
 @pytest.hookimpl(tryfirst=True)  # before allure-pytest's, which reads the allure results directory we may set
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{FRESH_MARKER}: the case gets brokers no case used before it, and none uses "
@@ -118,6 +128,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = settings
     if not settings.active:
         return
+    if config.option.tbstyle == "auto" and parses_badly(sys.version_info):
+        config.option.tbstyle = "native"
     assert settings.target is not None
     try:
         clauses = dict(load_clauses(settings.clause_table))

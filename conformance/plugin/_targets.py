@@ -1,5 +1,6 @@
 """The run's targets: one factory that makes each of them (of the run's kind, for a case's topology), and the
-preflight that checks, before any case, that the brokers the user named answer as core-protocol servers.
+preflight that checks, before any case, that the brokers the user named answer as core-protocol servers and that
+there is room for the brokers the kit starts.
 
 The factory owns what all targets of a run share: for target ``command``, the nodes of the target file (one
 :class:`CommandBench`, lent to one target at a time) and the log of every command run (each case's evidence
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,10 +34,14 @@ from cck.reference.client import BrokerRefused, ClientError, ClientSettings, Con
 
 from ._settings import Settings
 
-__all__ = ["PREFLIGHT_S", "PreflightError", "TargetFactory", "check_broker", "exit_for", "preflight"]
+__all__ = ["MIN_FREE_BYTES", "PREFLIGHT_S", "PreflightError", "TargetFactory", "check_broker", "check_room", "exit_for",
+           "preflight"]
 
 #: How long the preflight waits for each broker to connect and open a session.
 PREFLIGHT_S = 10.0
+#: The least free space a run that starts brokers needs where it keeps them: a node pre-allocates journal files
+#: (Artemis: two of 10 MiB in the journal, two in the bindings), and a run keeps up to a few dozen nodes' data.
+MIN_FREE_BYTES = 1 << 30
 
 _NEEDS_CONFIG = "the case needs a broker configured by the kit (target reference, artemis, or command with an " \
                 "apply_config command)"
@@ -196,6 +202,20 @@ def preflight(settings: Settings, factory: TargetFactory, version: int) -> list[
         target.close()
     return [f"preflight: {file_node.url} ({file_node.name}) started through its commands, opened a session, stopped"
             for file_node in target_file.nodes]
+
+
+def check_room(directory: Path, minimum: int | None = None) -> str:
+    """The line saying how much room the brokers the kit starts have in ``directory``; PreflightError when it is
+    less than ``minimum`` bytes, :data:`MIN_FREE_BYTES` by default (a broker short of disk blocks its producers,
+    and every case would time out)."""
+    minimum = MIN_FREE_BYTES if minimum is None else minimum
+    free = shutil.disk_usage(directory).free
+    if free < minimum:
+        raise PreflightError(
+            f"{directory} has {free / 2**20:.0f} MiB free; the brokers the kit starts keep their journals there and "
+            f"the run needs at least {minimum / 2**20:.0f} MiB (free some space, or give pytest a --basetemp on "
+            "another disk)")
+    return f"preflight: {free / 2**30:.1f} GiB free in {directory} for the brokers the kit starts"
 
 
 def exit_for(error: PreflightError) -> None:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from cck.conformance.evidence import schema
+from cck.conformance.plugin._hooks import parses_badly
 
 # Here rather than in a conftest: a conftest below the rootdir may not declare plugins when `pytest tests` runs.
 pytest_plugins = ["pytester"]
@@ -626,3 +628,40 @@ def test_a_client_run_implies_the_reference_broker(kit: pytest.Pytester) -> None
     assert result.ret == 0
     result.stdout.fnmatch_lines(["core conformance: client cases of the kit's client (kit) against reference broker*",
                                  "*; 0 known deviations (*client-kit.toml)"])
+
+
+def test_a_run_that_starts_brokers_checks_their_room_first(kit: pytest.Pytester,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    kit.makepyfile(test_real='''
+from cck.conformance.cases import Case, cases
+
+@cases(Case("demo.real.1", "demo.must", "connects", "the broker listens"))
+def test_real(case, cck_target):
+    raise AssertionError("a case ran although the preflight should have stopped the run")
+''')
+    monkeypatch.setattr("cck.conformance.plugin._targets.MIN_FREE_BYTES", 1 << 60)  # more than any disk
+    result = kit.runpytest("-p", "no:cacheprovider", "--target", "reference", "--clause-table", "clauses",
+                           "test_real.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stdout.fnmatch_lines(["*preflight failed: * MiB free; the brokers the kit starts keep their journals "
+                                 "there and the run needs at least * MiB*"])
+    assert "a case ran" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(("version", "bad"), [
+    ((3, 11, 7, "final", 0), True), ((3, 11, 8, "final", 0), False), ((3, 12, 1, "final", 0), True),
+    ((3, 12, 2, "final", 0), False), ((3, 13, 0, "final", 0), False), ((3, 11, 0, "final", 0), True),
+])
+def test_pythons_whose_ast_parse_can_crash_a_run_get_native_tracebacks(version: tuple[int, ...], bad: bool) -> None:
+    assert parses_badly(version) is bad
+
+
+def test_an_active_run_on_such_a_python_shows_native_tracebacks_unless_told(kit: pytest.Pytester) -> None:
+    suite(kit, "fail")
+    default = run(kit)
+    assert default.ret == 1
+    native = "Traceback (most recent call last)" in default.stdout.str()
+    assert native is parses_badly(sys.version_info), default.stdout.str()
+    told = run(kit, "--tb=short")
+    assert told.ret == 1
+    assert "Traceback (most recent call last)" not in told.stdout.str()
