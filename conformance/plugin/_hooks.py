@@ -128,7 +128,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = settings
     if not settings.active:
         return
-    if config.option.tbstyle == "auto" and parses_badly(sys.version_info):
+    if config.option.tbstyle == "auto" and parses_badly(tuple(sys.version_info[:3])):
         config.option.tbstyle = "native"
     assert settings.target is not None
     try:

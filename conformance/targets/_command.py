@@ -324,7 +324,8 @@ class CommandTarget(ManagedTarget):
             raise UnsupportedByTarget("command", "transparent-resume", capabilities, "turn on transparent resume "
                                       "(a reference-broker command-line flag the kit cannot pass through commands)")
         # the reference broker has no topology scanner; any other broker is rendered for like Artemis of its version
-        self.etc_options: dict[str, Any] = ({"topology_scanner": False} if target_file.broker == "reference"
+        self.etc_options: dict[str, Any] = ({"topology_scanner": False, "max_disk_usage": None}
+                                            if target_file.broker == "reference"
                                             else etc_options(target_file.version))
         super().__init__(target_file.version, target_file.protocol_version, topology, Path(workdir),
                          capabilities=capabilities)

@@ -36,6 +36,10 @@ TEMPLATE_DIR = fixture("brokers")
 BROKER_TEMPLATE = "broker.xml.j2"
 #: Artemis's file-based lock manager from 2.37.0 (artemis-lockmanager-ri); before, artemis-quorum-ri's
 LOCK_MANAGER_CLASS = "org.apache.activemq.artemis.lockmanager.file.FileBasedLockManager"
+#: Artemis blocks every producer once the filesystem holding its data is fuller than this (90 % by default, of the
+#: whole filesystem: on a shared machine the kit's nodes would stall for what others wrote); a kit node's journal is
+#: a few megabytes, so it blocks only on a disk that is really full
+MAX_DISK_USAGE = 100
 LEGACY_LOCK_MANAGER_CLASS = "org.apache.activemq.artemis.quorum.file.FileBasedPrimitiveManager"
 USERS_FILE = "artemis-users.properties"
 ROLES_FILE = "artemis-roles.properties"
@@ -113,12 +117,15 @@ def locks_folder(topology: Topology, primary: str) -> Path:
 
 
 def render_broker_xml(topology: Topology, node: str, *, template_dir: Path = TEMPLATE_DIR,
-                      topology_scanner: bool = True, lock_manager_class: str = LOCK_MANAGER_CLASS) -> str:
+                      topology_scanner: bool = True, lock_manager_class: str = LOCK_MANAGER_CLASS,
+                      max_disk_usage: int | None = MAX_DISK_USAGE) -> str:
     """broker.xml for ``node`` of a resolved topology (ports and data directories set).
 
     ``topology_scanner``: whether the broker has Artemis's topology scanner (2.41.0+); without it, its
     element is left out (the XSD of older versions does not have it).  ``lock_manager_class``: the
     broker's file-based lock manager (renamed in 2.37.0), for an HA pair under a lock manager.
+    ``max_disk_usage``: the ``<max-disk-usage>`` to render (None leaves it out: the reference broker has no disk
+    monitor and would warn about the element).
 
     The result is parsed once with lxml, so a template error surfaces here as a ValueError
     naming the line rather than as a broker that will not start."""
@@ -144,6 +151,7 @@ def render_broker_xml(topology: Topology, node: str, *, template_dir: Path = TEM
         ha=topology.ha, ha_role=_ha_role(topology, node),
         peer_urls={peer: url for name, peer, url in cluster.via if name == node} if cluster else {},
         lock_manager_class=lock_manager_class, locks_folder=_locks_folder_of(topology, node),
+        max_disk_usage=max_disk_usage,
     )
     try:
         etree.fromstring(text.encode("utf-8"), etree.XMLParser(resolve_entities=False, no_network=True))
@@ -208,11 +216,12 @@ def render_roles(security: SecuritySpec) -> str:
 
 
 def render_etc(topology: Topology, node: str, *, template_dir: Path = TEMPLATE_DIR,
-               topology_scanner: bool = True, lock_manager_class: str = LOCK_MANAGER_CLASS) -> EtcFiles:
+               topology_scanner: bool = True, lock_manager_class: str = LOCK_MANAGER_CLASS,
+               max_disk_usage: int | None = MAX_DISK_USAGE) -> EtcFiles:
     security = topology.security
     return EtcFiles(
         broker_xml=render_broker_xml(topology, node, template_dir=template_dir, topology_scanner=topology_scanner,
-                                     lock_manager_class=lock_manager_class),
+                                     lock_manager_class=lock_manager_class, max_disk_usage=max_disk_usage),
         login_config=render_login_config(security),
         users=render_users(security),
         roles=render_roles(security),
@@ -220,7 +229,8 @@ def render_etc(topology: Topology, node: str, *, template_dir: Path = TEMPLATE_D
 
 
 def write_etc(topology: Topology, node: str, etc: Path, *, template_dir: Path = TEMPLATE_DIR,
-              topology_scanner: bool = True, lock_manager_class: str = LOCK_MANAGER_CLASS) -> Path:
+              topology_scanner: bool = True, lock_manager_class: str = LOCK_MANAGER_CLASS,
+              max_disk_usage: int | None = MAX_DISK_USAGE) -> Path:
     """Write (replace) the node's configuration files in ``etc``; return the broker.xml path.
 
     The security files are replaced too, so an instance's own generated users (with hashed
@@ -230,7 +240,7 @@ def write_etc(topology: Topology, node: str, etc: Path, *, template_dir: Path = 
     if locks is not None:
         locks.mkdir(parents=True, exist_ok=True)  # Artemis's file-based lock manager expects it to exist
     files = render_etc(topology, node, template_dir=template_dir, topology_scanner=topology_scanner,
-                       lock_manager_class=lock_manager_class)
+                       lock_manager_class=lock_manager_class, max_disk_usage=max_disk_usage)
     for name, text in files.items():
         (etc / name).write_text(text, encoding="utf-8")
     return etc / "broker.xml"

@@ -51,7 +51,8 @@ class ReferenceNode(ProcessNode):
         self.use_fork_server = use_fork_server
 
     def _prepare(self) -> None:
-        write_etc(self.topology, self.name, self.etc, topology_scanner=False)  # the reference broker has none
+        # the reference broker has no topology scanner and no disk monitor
+        write_etc(self.topology, self.name, self.etc, topology_scanner=False, max_disk_usage=None)
 
     def _argv(self) -> list[str]:
         assert self.spec.data_dir is not None

@@ -152,7 +152,7 @@ TOPOLOGIES = {
 def test_rendered_config_is_read_by_the_reference_broker_without_warnings(name: str, tmp_path: Path) -> None:
     topology = _resolved(TOPOLOGIES[name], tmp_path)
     for node in topology.nodes:
-        broker_xml = write_etc(topology, node.name, tmp_path / node.name / "etc")
+        broker_xml = write_etc(topology, node.name, tmp_path / node.name / "etc", max_disk_usage=None)
         etree.parse(str(broker_xml))  # well-formed on disk, not only as a string
         config = load_config(broker_xml)
         assert config.warnings == (), [str(w) for w in config.warnings]
@@ -778,3 +778,12 @@ def test_wait_synced_returns_once_a_replication_backup_holds_its_primary_s_state
         monkeypatch.setattr(type(primary), "synced", None)  # a kind of broker that prints no such line
         with pytest.raises(TargetError, match="says nothing the kit reads as synchronised"):
             primary.wait_synced(0.5)
+
+
+def test_artemis_nodes_block_producers_only_on_a_full_disk(tmp_path: Path) -> None:
+    topology = _resolved(Topology.single(), tmp_path)
+    artemis = etree.fromstring(render_broker_xml(topology, "node0").encode())
+    reference = etree.fromstring(render_broker_xml(topology, "node0", max_disk_usage=None).encode())
+    namespace = {"c": "urn:activemq:core"}
+    assert artemis.findtext("c:core/c:max-disk-usage", namespaces=namespace) == "100"
+    assert reference.find("c:core/c:max-disk-usage", namespaces=namespace) is None
