@@ -1,0 +1,200 @@
+"""What the security group's modules share: the secured broker's users, roles and rules, an administrator's
+session, a connection the kit writes frames to itself, and a "rogue broker" that notices being dialled.
+
+The rules live under ``cck.sec.``: ``#`` grants everything to the administrator only; each authorisation case's
+permission is granted under ``cck.sec.authz.#`` to a role of its own (``can-<permission>``); the match cases and
+the guest have blocks of their own.  A ``security-setting`` inherits nothing from a less specific one, so every
+block grants the administrator everything again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from cck.codec import FrameDecoder, Packet, encode_packet
+from cck.conformance.targets import PERMISSIONS as ALL_PERMISSIONS
+from cck.conformance.targets import SecurityRule, SecuritySpec, Target, Topology, User
+from cck.conformance.verdicts import CheckFailed, Unsupported
+from cck.reference.client import ClientSettings, Connection, Session, connect
+
+from ._kit import RESTARTING, client_settings
+
+__all__ = ["ADMIN", "GUEST_ROLE", "MATCHER", "PERMISSIONS", "PREFIX", "SECURED", "SETUP_CHANNEL", "WITH_GUEST",
+           "MakeTarget", "Rogue", "Wire", "admin_session", "all_but", "only", "secured", "settings_for"]
+
+MakeTarget = Callable[[Topology], Target]
+PREFIX = "cck.sec"
+#: what the authorisation cases exercise (deleteAddress and manage have no core packet of their own)
+PERMISSIONS = ("send", "consume", "browse", "createAddress", "createDurableQueue", "deleteDurableQueue",
+               "createNonDurableQueue", "deleteNonDurableQueue")
+ADMIN = User("cck-admin", "admin-secret", ("admin",))
+MATCHER = User("matcher", "matcher-secret", ("wide",))
+GUEST_ROLE = "guests"
+#: the channel of session setup (CREATESESSION and its answer)
+SETUP_CHANNEL = 1
+
+
+def only(permission: str) -> User:
+    """A user whose one role is granted ``permission`` (under ``cck.sec.authz.#``)."""
+    return User(f"only-{permission}", f"{permission}-secret", (f"can-{permission}",))
+
+
+def all_but(permission: str) -> User:
+    """A user whose roles are granted every exercised permission but ``permission``."""
+    return User(f"all-but-{permission}", f"not-{permission}-secret",
+                tuple(f"can-{p}" for p in PERMISSIONS if p != permission))
+
+
+def _block(match: str, grants: dict[str, tuple[str, ...]]) -> tuple[SecurityRule, ...]:
+    """One ``security-setting``: the administrator holds every permission (nothing is inherited), plus ``grants``."""
+    return tuple(SecurityRule(match, p, ("admin", *grants.get(p, ()))) for p in ALL_PERMISSIONS)
+
+
+RULES = (
+    *_block("#", {}),
+    *_block(f"{PREFIX}.authz.#", {p: (f"can-{p}",) for p in PERMISSIONS}),
+    # the match cases: send under match.#, not under match.narrow.# (consume only) but again on one exact
+    # address there, and not on a single word under match.star
+    *_block(f"{PREFIX}.match.#", {"send": ("wide",)}),
+    *_block(f"{PREFIX}.match.narrow.#", {"consume": ("wide",)}),
+    *_block(f"{PREFIX}.match.narrow.exact", {"send": ("wide",)}),
+    *_block(f"{PREFIX}.match.star.*", {"consume": ("wide",)}),
+    *_block(f"{PREFIX}.guest.#", {"send": (GUEST_ROLE,), "consume": (GUEST_ROLE,)}),
+)
+USERS = (ADMIN, MATCHER, *(only(p) for p in PERMISSIONS), *(all_but(p) for p in PERMISSIONS))
+SECURED = Topology(security=SecuritySpec(enabled=True, users=USERS, rules=RULES))
+WITH_GUEST = Topology(security=SecuritySpec(enabled=True, users=USERS, rules=RULES, guest_role=GUEST_ROLE))
+
+
+def secured(make: MakeTarget, topology: Topology = SECURED) -> Target:
+    """A started target with ``topology``'s users, roles and rules; UNSUPPORTED, saying security is not configured,
+    where the kit cannot configure the broker (a bare URL: its users, if any, are unknown to the kit)."""
+    try:
+        return make(topology)
+    except Unsupported as exc:
+        raise Unsupported(f"security not configured: the case needs a broker the kit gives its users, roles and "
+                          f"security-settings ({exc})") from exc
+
+
+def settings_for(target: Target) -> ClientSettings:
+    """The kit's client for these cases: no reconnection, acknowledgements answered (so what the administrator
+    sees next counts them)."""
+    return client_settings(target, RESTARTING, reconnect_attempts=0, block_on_acknowledge=True)
+
+
+async def admin_session(target: Target) -> tuple[Connection, Session]:
+    """A connection and a session of the administrator (the caller closes the connection)."""
+    connection = await connect(target.url, settings=settings_for(target))
+    return connection, await connection.create_session(username=ADMIN.name, password=ADMIN.password)
+
+
+@dataclass
+class Wire:
+    """A connection to ``url`` that the kit writes frames to itself, with no session and no client logic; every
+    frame the broker sends is kept in order as ``(channel, packet)``."""
+
+    url: str
+    settings: ClientSettings
+    frames: list[tuple[int, Packet]] = field(default_factory=list)
+    closed_by_peer: bool = False
+    _arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    _writer: asyncio.StreamWriter | None = None
+    _reading: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Wire:
+        host, _, port = self.url.removeprefix("tcp://").rpartition(":")
+        reader, self._writer = await asyncio.open_connection(host.strip("[]"), int(port))
+        self._writer.write(self.settings.preamble_bytes())
+        self._reading = asyncio.ensure_future(self._read(reader))
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        trace: TracebackType | None) -> None:
+        if self._reading is not None:
+            self._reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reading
+        if self._writer is not None:
+            self._writer.close()
+            with contextlib.suppress(OSError):
+                await self._writer.wait_closed()
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        decoder = FrameDecoder(version=self.settings.version)
+        while chunk := await reader.read(65536):
+            decoder.feed(chunk)
+            for frame in decoder:
+                self.frames.append((frame.channel_id, frame.packet))
+                self._arrived.set()
+        self.closed_by_peer = True
+        self._arrived.set()
+
+    async def write(self, packets: Iterable[tuple[Packet, int]]) -> None:
+        """The packets, each on its channel, in one write (the broker sees them back to back)."""
+        assert self._writer is not None, "write before the connection was opened"
+        version = self.settings.version
+        self._writer.write(b"".join(encode_packet(p, channel, version=version) for p, channel in packets))
+        await self._writer.drain()
+
+    async def until(self, found: Callable[[int, Packet], bool], seconds: float, what: str) -> tuple[int, Packet]:
+        """The first frame (already in, or arriving within ``seconds``) for which ``found`` holds; a failed check
+        naming ``what`` when none does in time or the broker closes the connection first."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + seconds
+        seen = 0
+        while True:
+            for channel, packet in self.frames[seen:]:
+                if found(channel, packet):
+                    return channel, packet
+            seen = len(self.frames)
+            if self.closed_by_peer:
+                raise CheckFailed(f"{what}: the broker closed the connection first")
+            left = until - loop.time()
+            if left <= 0:
+                raise CheckFailed(f"{what}: not within {seconds:.1f} s")
+            self._arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._arrived.wait(), left)
+
+
+@dataclass
+class Rogue:
+    """A listener on loopback standing for a broker an attacker runs: it accepts every connection, reads what is
+    written and records the peer.  A broker under test must never dial it on an unauthenticated request."""
+
+    host: str = "127.0.0.1"
+    contacts: list[str] = field(default_factory=list)
+    _contacted: asyncio.Event = field(default_factory=asyncio.Event)
+    _server: asyncio.Server | None = None
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "the rogue broker is not listening"
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def __aenter__(self) -> Rogue:
+        self._server = await asyncio.start_server(self._accept, self.host, 0)
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        trace: TracebackType | None) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.contacts.append(str(writer.get_extra_info("peername")))
+        self._contacted.set()
+        with contextlib.suppress(OSError):
+            await reader.read(65536)
+        writer.close()
+
+    async def dialled_within(self, seconds: float) -> bool:
+        """Whether anything connected to it by ``seconds`` from now (at once when something already has)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._contacted.wait(), seconds)
+        return bool(self.contacts)

@@ -1,0 +1,433 @@
+"""Who may open a session and what a session may do (Artemis user manual, Security; notes, packet table:
+CREATESESSION and the session packets each permission guards).
+
+Every case runs against a broker the kit configures with security enabled: users in the properties files, roles,
+and ``security-settings`` under ``cck.sec.``.  An administrator (every permission) prepares what a case needs and,
+afterwards, looks at what the case's user left behind: a refusal must leave nothing done.  A broker the kit cannot
+configure (a bare URL) cannot be given users, so the cases are UNSUPPORTED there.
+
+* authentication: the right credentials open a session; a wrong password, an unknown user, an empty password and
+  no credentials (without a guest) are refused with SECURITY_EXCEPTION, and packets the client sent on the refused
+  session's channel before the answer (one raw write) have no effect;
+* anonymous: with a guest login module, no credentials or refused credentials log in as the guest role, which may
+  do what it is granted and no more;
+* authorisation: for each permission a user holding only that permission may do the operation, and a user holding
+  every other one is refused it, with nothing done;
+* match: the most specific ``security-setting`` decides, without inheriting from less specific ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from cck.codec import (
+    ADDRESSING_CHANGE_VERSION,
+    ActiveMQExceptionMessage,
+    CreateQueueMessage,
+    CreateQueueMessage_V2,
+    CreateSessionMessage,
+    ExceptionType,
+    Packet,
+    RoutingType,
+    SessionQueueQueryMessage,
+)
+from cck.conformance.cases import Case, cases
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import CONFIG, User
+from cck.conformance.verdicts import CheckFailed
+from cck.reference.client import BrokerRefused, ClientSettings, Connection, Session, connect
+
+from ._kit import QUIET_S, RECEIVE_S, message, observed, run, unique
+from ._security_kit import (
+    ADMIN,
+    GUEST_ROLE,
+    MATCHER,
+    PERMISSIONS,
+    PREFIX,
+    SETUP_CHANNEL,
+    WITH_GUEST,
+    MakeTarget,
+    Wire,
+    admin_session,
+    all_but,
+    only,
+    secured,
+    settings_for,
+)
+
+#: how long a broker may take to answer a request
+ANSWER_S = 15.0
+#: the channel the pipelined case asks its (refused) session on
+REFUSED_CHANNEL = 10
+
+
+# ---------------------------------------------------------------------------------------------- authentication
+
+@dataclass(frozen=True)
+class Login:
+    user: str | None
+    password: str | None
+    refused: bool
+    what: str
+
+
+LOGINS = (
+    Login(ADMIN.name, ADMIN.password, False, "a known user with the right password"),
+    Login(only("send").name, "wrong-password", True, "a known user with a wrong password"),
+    Login("nobody-knows-me", "whatever", True, "a user the properties files do not know"),
+    Login(only("send").name, "", True, "a known user with an empty password"),
+    Login(None, None, True, "no credentials at all (no guest login module)"),
+)
+AUTHENTICATION = tuple(
+    Case(f"security.auth.{n}", "security.authentication",
+         f"CREATESESSION with {login.what}",
+         "SECURITY_EXCEPTION (105) answers CREATESESSION and no session exists" if login.refused
+         else "the session is created",
+         params={"login": login}, needs=(CONFIG,))
+    for n, login in enumerate(LOGINS, 1)
+)
+PIPELINED = (
+    Case("security.auth.6", "security.authentication",
+         "one raw write: CREATESESSION with a wrong password on channel 10, then, on channel 10 before any answer, "
+         "CREATE_QUEUE for a durable queue and SESS_QUEUEQUERY for it",
+         "SECURITY_EXCEPTION answers CREATESESSION; nothing answers on channel 10; the queue does not exist",
+         needs=(CONFIG,)),
+)
+GUEST = tuple(
+    Case(f"security.anonymous.{n}", "security.anonymous",
+         f"a guest login module with role {GUEST_ROLE!r} (send and consume under {PREFIX}.guest.#); CREATESESSION "
+         f"with {what}; the session sends to a queue there and then creates a durable queue there",
+         "the session is created as the guest; the send is accepted; the queue creation is refused with "
+         "SECURITY_EXCEPTION and the queue does not exist",
+         params={"user": user, "password": password}, needs=(CONFIG,))
+    for n, (user, password, what) in enumerate(((None, None, "no credentials"),
+                                                (only("send").name, "wrong-password",
+                                                 "a known user's name and a wrong password")), 1)
+)
+
+
+async def _refusal(attempt: Awaitable[object], seconds: float, what: str) -> BrokerRefused:
+    """The broker's refusal of ``attempt``; a failed check when it was accepted or refused with another type."""
+    try:
+        await observed(attempt, seconds, what)
+    except BrokerRefused as refused:
+        if refused.code != ExceptionType.SECURITY_EXCEPTION:
+            raise CheckFailed(f"{what}: refused with {refused.type or refused.code}, not SECURITY_EXCEPTION "
+                              f"(105): {refused.broker_message}") from refused
+        return refused
+    raise CheckFailed(f"{what}: accepted")
+
+
+@cases(*AUTHENTICATION)
+def test_authentication(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                        evidence: CaseEvidence) -> None:
+    login: Login = case.params["login"]
+    target = secured(cck_make_target)
+
+    async def scenario() -> None:
+        async with await connect(target.url, settings=settings_for(target)) as connection:
+            attempt = connection.create_session(username=login.user, password=login.password)
+            if not login.refused:
+                session = await observed(attempt, cck_settings.deadline(ANSWER_S), "CREATESESSION's answer")
+                await session.close()
+                return
+            refused = await _refusal(attempt, cck_settings.deadline(ANSWER_S), "CREATESESSION")
+            evidence.note("refusal", refused.broker_message)
+
+    run(cck_settings, scenario())
+
+
+def _pipelined(settings: ClientSettings, address: str) -> list[tuple[Packet, int]]:
+    version = settings.version
+    create: Packet = (CreateQueueMessage_V2(address, address, routing_type=int(RoutingType.ANYCAST))
+                      if version >= ADDRESSING_CHANGE_VERSION else CreateQueueMessage(address, address))
+    return [
+        (CreateSessionMessage(unique("cck-refused"), REFUSED_CHANNEL, version, only("send").name, "wrong-password"),
+         SETUP_CHANNEL),
+        (create, REFUSED_CHANNEL),
+        (SessionQueueQueryMessage(address), REFUSED_CHANNEL),
+    ]
+
+
+@cases(*PIPELINED)
+def test_nothing_before_authentication(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                                       evidence: CaseEvidence) -> None:
+    target = secured(cck_make_target)
+    address = unique(f"{PREFIX}.authz.pipelined")
+
+    async def scenario() -> None:
+        async with Wire(target.url, settings_for(target)) as wire:
+            await wire.write(_pipelined(wire.settings, address))
+            _, answer = await wire.until(lambda channel, _: channel == SETUP_CHANNEL,
+                                         cck_settings.deadline(ANSWER_S), "the answer to CREATESESSION")
+            # anything the refused session's channel would answer comes after the answer to CREATESESSION, in order
+            with contextlib.suppress(CheckFailed):
+                await wire.until(lambda channel, _: channel == REFUSED_CHANNEL, cck_settings.deadline(QUIET_S),
+                                 "an answer on the refused session's channel")
+            evidence.note("frames", [(channel, repr(packet)) for channel, packet in wire.frames])
+        assert isinstance(answer, ActiveMQExceptionMessage), f"CREATESESSION was answered with {answer!r}"
+        assert answer.code == ExceptionType.SECURITY_EXCEPTION, (
+            f"CREATESESSION was refused with code {answer.code}, not SECURITY_EXCEPTION (105)")
+        others = [(c, p) for c, p in wire.frames if c not in (0, SETUP_CHANNEL)]
+        assert not others, f"the refused session's channel answered: {others}"
+        connection, admin = await admin_session(target)
+        async with connection:
+            assert not (await admin.queue_query(address)).exists, f"queue {address} exists: a refused login made it"
+
+    run(cck_settings, scenario())
+
+
+@cases(*GUEST)
+def test_guest(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+               evidence: CaseEvidence) -> None:
+    target = secured(cck_make_target, WITH_GUEST)
+    address = unique(f"{PREFIX}.guest")
+    created = f"{address}.created"
+
+    async def scenario() -> None:
+        connection, admin = await admin_session(target)
+        async with connection:
+            await admin.create_address(address, (RoutingType.ANYCAST,))
+            await admin.create_queue(address, address, routing_type=RoutingType.ANYCAST, durable=True)
+            guest = await observed(connection.create_session(username=case.params["user"],
+                                                             password=case.params["password"]),
+                                   cck_settings.deadline(ANSWER_S), "CREATESESSION's answer (as the guest)")
+            await observed(guest.create_producer(address).send(message(f"{case.id}:0", 0)),
+                           cck_settings.deadline(ANSWER_S), "the guest's send")
+            await _refusal(guest.create_queue(address, created, routing_type=RoutingType.ANYCAST, durable=True),
+                           cck_settings.deadline(ANSWER_S), "the guest's CREATE_QUEUE")
+            assert (await admin.queue_query(address)).message_count == 1, "the guest's message is not on the queue"
+            assert not (await admin.queue_query(created)).exists, f"the guest's refused queue {created} exists"
+
+    run(cck_settings, scenario())
+
+
+# ---------------------------------------------------------------------------------------------- authorisation
+
+@dataclass(frozen=True)
+class Names:
+    address: str
+    queue: str
+
+
+#: per permission: what the administrator prepares, what the user does, and what the administrator sees after
+#: (given whether the user was allowed); the last returns the problems it found
+Prepare = Callable[[Session, Names], Awaitable[None]]
+Attempt = Callable[[Session, Names, float], Awaitable[None]]
+Verify = Callable[[Session, Names, bool], Awaitable[list[str]]]
+
+
+async def _queue(admin: Session, names: Names, *, durable: bool = True, messages: int = 0) -> None:
+    await admin.create_address(names.address, (RoutingType.ANYCAST,))
+    await admin.create_queue(names.address, names.queue, routing_type=RoutingType.ANYCAST, durable=durable)
+    producer = admin.create_producer(names.address)
+    for seq in range(messages):
+        await producer.send(message(f"{names.queue}:{seq}", seq))
+
+
+async def _address(admin: Session, names: Names) -> None:
+    await admin.create_address(names.address, (RoutingType.ANYCAST,))
+
+
+async def _nothing(admin: Session, names: Names) -> None:
+    return None
+
+
+async def _send(user: Session, names: Names, seconds: float) -> None:
+    await user.create_producer(names.address).send(message(f"{names.queue}:user", 0))
+
+
+async def _consume(user: Session, names: Names, seconds: float) -> None:
+    consumer = await user.create_consumer(names.queue)
+    user.start()
+    delivery = await observed(consumer.receive(seconds), seconds, "the delivery to the permitted consumer")
+    if delivery is None:
+        raise CheckFailed("the permitted consumer got no message")
+    await consumer.acknowledge(delivery)
+
+
+async def _browse(user: Session, names: Names, seconds: float) -> None:
+    browser = await user.create_consumer(names.queue, browse_only=True)
+    user.start()
+    if await observed(browser.receive(seconds), seconds, "the delivery to the permitted browser") is None:
+        raise CheckFailed("the permitted browser saw no message")
+
+
+async def _create_address(user: Session, names: Names, seconds: float) -> None:
+    await user.create_address(names.address, (RoutingType.ANYCAST,))
+
+
+def _create_queue(durable: bool) -> Attempt:
+    async def attempt(user: Session, names: Names, seconds: float) -> None:
+        await user.create_queue(names.address, names.queue, routing_type=RoutingType.ANYCAST, durable=durable)
+    return attempt
+
+
+async def _delete_queue(user: Session, names: Names, seconds: float) -> None:
+    await user.delete_queue(names.queue)
+
+
+async def _count_is(admin: Session, names: Names, allowed: bool, *, if_allowed: int, if_refused: int) -> list[str]:
+    expected = if_allowed if allowed else if_refused
+    found = (await admin.queue_query(names.queue)).message_count
+    return [] if found == expected else [f"{found} message(s) on {names.queue}, expected {expected}"]
+
+
+async def _sent(admin: Session, names: Names, allowed: bool) -> list[str]:
+    return await _count_is(admin, names, allowed, if_allowed=1, if_refused=0)
+
+
+async def _consumed(admin: Session, names: Names, allowed: bool) -> list[str]:
+    problems = await _count_is(admin, names, allowed, if_allowed=0, if_refused=1)
+    consumers = (await admin.queue_query(names.queue)).consumer_count
+    if not allowed and consumers:
+        problems.append(f"{consumers} consumer(s) on {names.queue} after the refusal")
+    return problems
+
+
+async def _browsed(admin: Session, names: Names, allowed: bool) -> list[str]:
+    return await _count_is(admin, names, allowed, if_allowed=1, if_refused=1)
+
+
+async def _address_exists(admin: Session, names: Names, allowed: bool) -> list[str]:
+    exists = (await admin.binding_query(names.address)).exists
+    return [] if exists is allowed else [f"address {names.address} {'does not exist' if allowed else 'exists'}"]
+
+
+def _queue_exists(durable: bool) -> Verify:
+    async def verify(admin: Session, names: Names, allowed: bool) -> list[str]:
+        answer = await admin.queue_query(names.queue)
+        if answer.exists is not allowed:
+            return [f"queue {names.queue} {'does not exist' if allowed else 'exists'}"]
+        if allowed and answer.durable is not durable:
+            return [f"queue {names.queue} is {'' if answer.durable else 'not '}durable"]
+        return []
+    return verify
+
+
+async def _queue_gone(admin: Session, names: Names, allowed: bool) -> list[str]:
+    exists = (await admin.queue_query(names.queue)).exists
+    return [] if exists is not allowed else [f"queue {names.queue} {'still exists' if allowed else 'is gone'}"]
+
+
+@dataclass(frozen=True)
+class Operation:
+    what: str
+    prepare: Prepare
+    attempt: Attempt
+    verify: Verify
+
+
+async def _durable_queue(admin: Session, names: Names) -> None:
+    await _queue(admin, names, durable=True)
+
+
+async def _non_durable_queue(admin: Session, names: Names) -> None:
+    await _queue(admin, names, durable=False)
+
+
+async def _one_message(admin: Session, names: Names) -> None:
+    await _queue(admin, names, messages=1)
+
+
+OPERATIONS: dict[str, Operation] = {
+    "send": Operation("a durable send to an existing anycast queue", _durable_queue, _send, _sent),
+    "consume": Operation("a consumer on a queue holding one message", _one_message, _consume, _consumed),
+    "browse": Operation("a browse-only consumer on a queue holding one message", _one_message, _browse, _browsed),
+    "createAddress": Operation("CREATE_ADDRESS of a new anycast address", _nothing, _create_address,
+                               _address_exists),
+    "createDurableQueue": Operation("CREATE_QUEUE of a durable queue on an existing address", _address,
+                                    _create_queue(True), _queue_exists(True)),
+    "createNonDurableQueue": Operation("CREATE_QUEUE of a non-durable queue on an existing address", _address,
+                                       _create_queue(False), _queue_exists(False)),
+    "deleteDurableQueue": Operation("DELETE_QUEUE of a durable queue", _durable_queue, _delete_queue, _queue_gone),
+    "deleteNonDurableQueue": Operation("DELETE_QUEUE of a non-durable queue", _non_durable_queue, _delete_queue,
+                                       _queue_gone),
+}
+AUTHORIZATION = tuple(
+    Case(f"security.authz.{n}", "security.authorization",
+         f"{OPERATIONS[permission].what} by a user whose only role is granted {permission!r}" if allowed else
+         f"{OPERATIONS[permission].what} by a user whose roles are granted every permission but {permission!r}",
+         "the operation is done" if allowed else
+         "SECURITY_EXCEPTION (105) answers it and nothing of it is done",
+         params={"permission": permission, "allowed": allowed}, needs=(CONFIG,))
+    for n, (permission, allowed) in enumerate(((p, a) for p in PERMISSIONS for a in (True, False)), 1)
+)
+
+MATCHES = tuple(
+    Case(f"security.match.{n}", "security.match",
+         f"a durable send to {PREFIX}.match.{suffix} by a user whose role is granted send on {PREFIX}.match.#, "
+         f"only consume on {PREFIX}.match.narrow.# and {PREFIX}.match.star.*, and send again on "
+         f"{PREFIX}.match.narrow.exact",
+         f"{'accepted' if allowed else 'refused with SECURITY_EXCEPTION'}: {why}",
+         params={"suffix": suffix, "allowed": allowed}, needs=(CONFIG,))
+    for n, (suffix, allowed, why) in enumerate((
+        ("plain", True, "only the # block matches"),
+        ("narrow.one", False, "the more specific narrow.# block decides and grants no send"),
+        ("narrow.exact", True, "the exact block is more specific than narrow.#"),
+        ("star.one", False, "star.* matches one word and is more specific than match.#"),
+        ("star.one.two", True, "star.* does not match two words, so match.# decides"),
+    ), 1)
+)
+
+
+async def _user_session(connection: Connection, user: User) -> Session:
+    return await connection.create_session(username=user.name, password=user.password)
+
+
+@cases(*AUTHORIZATION)
+def test_authorization(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                       evidence: CaseEvidence) -> None:
+    permission, allowed = case.params["permission"], case.params["allowed"]
+    operation = OPERATIONS[permission]
+    target = secured(cck_make_target)
+    base = unique(f"{PREFIX}.authz.{permission}")
+    names = Names(base, f"{base}.q")
+    user = only(permission) if allowed else all_but(permission)
+
+    async def scenario() -> None:
+        connection, admin = await admin_session(target)
+        async with connection:
+            await operation.prepare(admin, names)
+            session = await _user_session(connection, user)
+            attempt = operation.attempt(session, names, cck_settings.deadline(RECEIVE_S))
+            if allowed:
+                await observed(attempt, cck_settings.deadline(ANSWER_S), f"{permission} by {user.name}")
+            else:
+                refused = await _refusal(attempt, cck_settings.deadline(ANSWER_S), f"{permission} by {user.name}")
+                evidence.note("refusal", refused.broker_message)
+            problems = await operation.verify(admin, names, allowed)
+            assert not problems, "; ".join(problems)
+
+    run(cck_settings, scenario())
+
+
+@cases(*MATCHES)
+def test_most_specific_match(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                             evidence: CaseEvidence) -> None:
+    suffix, allowed = case.params["suffix"], case.params["allowed"]
+    target = secured(cck_make_target)
+    # a name of its own per run, but for the exact address (its queue may hold earlier runs' messages)
+    address = f"{PREFIX}.match.{suffix}".replace(".one", "." + unique("one").replace(".", "-"))
+    names = Names(address, address)
+
+    async def scenario() -> None:
+        connection, admin = await admin_session(target)
+        async with connection:
+            if not (await admin.queue_query(address)).exists:
+                await _queue(admin, Names(address, address))
+            before = (await admin.queue_query(address)).message_count
+            session = await _user_session(connection, MATCHER)
+            attempt = _send(session, names, 0.0)
+            if allowed:
+                await observed(attempt, cck_settings.deadline(ANSWER_S), "the send")
+            else:
+                refused = await _refusal(attempt, cck_settings.deadline(ANSWER_S), "the send")
+                evidence.note("refusal", refused.broker_message)
+            problems = await _count_is(admin, names, allowed, if_allowed=before + 1, if_refused=before)
+            assert not problems, "; ".join(problems)
+
+    run(cck_settings, scenario())
