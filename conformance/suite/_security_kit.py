@@ -23,8 +23,11 @@ from cck.reference.client import ClientSettings, Connection, Session, connect
 
 from ._kit import RESTARTING, client_settings
 
-__all__ = ["ADMIN", "GUEST_ROLE", "MATCHER", "PERMISSIONS", "PREFIX", "SECURED", "SETUP_CHANNEL", "WITH_GUEST",
-           "MakeTarget", "Rogue", "Wire", "admin_session", "all_but", "only", "secured", "settings_for"]
+__all__ = [
+    "ADMIN", "FQQN_ADDRESS", "FQQN_QUEUES", "FQQN_USER", "GUEST_ROLE", "MATCHER", "PERMISSIONS", "PREFIX", "SECURED",
+    "SETUP_CHANNEL", "WITH_GUEST", "MakeTarget", "Rogue", "Wire", "admin_session", "all_but", "only", "secured",
+    "settings_for",
+]  # fmt: skip
 
 MakeTarget = Callable[[Topology], Target]
 PREFIX = "cck.sec"
@@ -33,7 +36,11 @@ PERMISSIONS = ("send", "consume", "browse", "createAddress", "createDurableQueue
                "createNonDurableQueue", "deleteNonDurableQueue")
 ADMIN = User("cck-admin", "admin-secret", ("admin",))
 MATCHER = User("matcher", "matcher-secret", ("wide",))
+FQQN_USER = User("fqqn", "fqqn-secret", ("fqqn-role",))
 GUEST_ROLE = "guests"
+#: the fully-qualified-queue-name cases' address and its two queues (fixed: the rules name them)
+FQQN_ADDRESS = f"{PREFIX}.fqqn.address"
+FQQN_QUEUES = (f"{PREFIX}.fqqn.q1", f"{PREFIX}.fqqn.q2")
 #: the channel of session setup (CREATESESSION and its answer)
 SETUP_CHANNEL = 1
 
@@ -64,8 +71,10 @@ RULES = (
     *_block(f"{PREFIX}.match.narrow.exact", {"send": ("wide",)}),
     *_block(f"{PREFIX}.match.star.*", {"consume": ("wide",)}),
     *_block(f"{PREFIX}.guest.#", {"send": (GUEST_ROLE,), "consume": (GUEST_ROLE,)}),
+    # consume from the first queue of the address only, granted on its fully qualified name
+    *_block(f"{FQQN_ADDRESS}::{FQQN_QUEUES[0]}", {"consume": ("fqqn-role",)}),
 )
-USERS = (ADMIN, MATCHER, *(only(p) for p in PERMISSIONS), *(all_but(p) for p in PERMISSIONS))
+USERS = (ADMIN, MATCHER, FQQN_USER, *(only(p) for p in PERMISSIONS), *(all_but(p) for p in PERMISSIONS))
 SECURED = Topology(security=SecuritySpec(enabled=True, users=USERS, rules=RULES))
 WITH_GUEST = Topology(security=SecuritySpec(enabled=True, users=USERS, rules=RULES, guest_role=GUEST_ROLE))
 

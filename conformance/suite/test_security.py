@@ -43,6 +43,9 @@ from cck.reference.client import BrokerRefused, ClientSettings, Connection, Sess
 from ._kit import QUIET_S, RECEIVE_S, message, observed, run, unique
 from ._security_kit import (
     ADMIN,
+    FQQN_ADDRESS,
+    FQQN_QUEUES,
+    FQQN_USER,
     GUEST_ROLE,
     MATCHER,
     PERMISSIONS,
@@ -60,6 +63,7 @@ from ._security_kit import (
 
 #: how long a broker may take to answer a request
 ANSWER_S = 15.0
+WRONG_PASSWORD = "wrong-password"  # noqa: S105  (sent to be refused)
 #: the channel the pipelined case asks its (refused) session on
 REFUSED_CHANNEL = 10
 
@@ -76,7 +80,7 @@ class Login:
 
 LOGINS = (
     Login(ADMIN.name, ADMIN.password, False, "a known user with the right password"),
-    Login(only("send").name, "wrong-password", True, "a known user with a wrong password"),
+    Login(only("send").name, WRONG_PASSWORD, True, "a known user with a wrong password"),
     Login("nobody-knows-me", "whatever", True, "a user the properties files do not know"),
     Login(only("send").name, "", True, "a known user with an empty password"),
     Login(None, None, True, "no credentials at all (no guest login module)"),
@@ -104,7 +108,7 @@ GUEST = tuple(
          "SECURITY_EXCEPTION and the queue does not exist",
          params={"user": user, "password": password}, needs=(CONFIG,))
     for n, (user, password, what) in enumerate(((None, None, "no credentials"),
-                                                (only("send").name, "wrong-password",
+                                                (only("send").name, WRONG_PASSWORD,
                                                  "a known user's name and a wrong password")), 1)
 )
 
@@ -145,7 +149,7 @@ def _pipelined(settings: ClientSettings, address: str) -> list[tuple[Packet, int
     create: Packet = (CreateQueueMessage_V2(address, address, routing_type=int(RoutingType.ANYCAST))
                       if version >= ADDRESSING_CHANGE_VERSION else CreateQueueMessage(address, address))
     return [
-        (CreateSessionMessage(unique("cck-refused"), REFUSED_CHANNEL, version, only("send").name, "wrong-password"),
+        (CreateSessionMessage(unique("cck-refused"), REFUSED_CHANNEL, version, only("send").name, WRONG_PASSWORD),
          SETUP_CHANNEL),
         (create, REFUSED_CHANNEL),
         (SessionQueueQueryMessage(address), REFUSED_CHANNEL),
@@ -374,6 +378,24 @@ MATCHES = tuple(
 )
 
 
+FQQN = tuple(
+    Case(f"security.fqqn.{n}", "security.fqqn",
+         f"a consumer on queue {queue} of multicast address {FQQN_ADDRESS} (holding a message) by a user whose "
+         f"role is granted consume only on {FQQN_ADDRESS}::{FQQN_QUEUES[0]}",
+         "the consumer is created and gets the message" if allowed else
+         "SECURITY_EXCEPTION answers it; no consumer, the message stays",
+         params={"queue": queue, "allowed": allowed}, needs=(CONFIG,))
+    for n, (queue, allowed) in enumerate(((FQQN_QUEUES[0], True), (FQQN_QUEUES[1], False)), 1)
+)
+PER_SESSION = (
+    Case("security.auth.7", "security.authentication",
+         "one connection: a session with the administrator's credentials, then CREATESESSION with a wrong "
+         "password on the same connection, then the first session sends",
+         "the second session is refused with SECURITY_EXCEPTION; the first keeps working (credentials are "
+         "checked per session, and a refusal ends no other session)", needs=(CONFIG,)),
+)
+
+
 async def _user_session(connection: Connection, user: User) -> Session:
     return await connection.create_session(username=user.name, password=user.password)
 
@@ -429,5 +451,59 @@ def test_most_specific_match(case: Case, cck_make_target: MakeTarget, cck_settin
                 evidence.note("refusal", refused.broker_message)
             problems = await _count_is(admin, names, allowed, if_allowed=before + 1, if_refused=before)
             assert not problems, "; ".join(problems)
+
+    run(cck_settings, scenario())
+
+
+@cases(*FQQN)
+def test_fully_qualified_queue_name(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                                    evidence: CaseEvidence) -> None:
+    queue, allowed = case.params["queue"], case.params["allowed"]
+    target = secured(cck_make_target)
+    names = Names(FQQN_ADDRESS, queue)
+
+    async def scenario() -> None:
+        connection, admin = await admin_session(target)
+        async with connection:
+            if not (await admin.binding_query(FQQN_ADDRESS)).exists:
+                await admin.create_address(FQQN_ADDRESS, (RoutingType.MULTICAST,))
+            for each in FQQN_QUEUES:
+                if not (await admin.queue_query(each)).exists:
+                    await admin.create_queue(FQQN_ADDRESS, each, routing_type=RoutingType.MULTICAST, durable=True)
+            await admin.create_producer(FQQN_ADDRESS).send(message(f"{case.id}:0", 0))
+            before = (await admin.queue_query(queue)).message_count
+            session = await _user_session(connection, FQQN_USER)
+            attempt = _consume(session, names, cck_settings.deadline(RECEIVE_S))
+            if allowed:
+                await observed(attempt, cck_settings.deadline(ANSWER_S), f"the consumer on {queue}")
+            else:
+                refused = await _refusal(attempt, cck_settings.deadline(ANSWER_S), f"the consumer on {queue}")
+                evidence.note("refusal", refused.broker_message)
+            after = await admin.queue_query(queue)
+            expected = before - 1 if allowed else before
+            assert after.message_count == expected, (
+                f"{after.message_count} message(s) on {queue} after the case, expected {expected}")
+            assert allowed or not after.consumer_count, (
+                f"{after.consumer_count} consumer(s) on {queue} after the refusal")
+
+    run(cck_settings, scenario())
+
+
+@cases(*PER_SESSION)
+def test_credentials_per_session(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                                 evidence: CaseEvidence) -> None:
+    target = secured(cck_make_target)
+    address = unique(f"{PREFIX}.authz.per-session")
+
+    async def scenario() -> None:
+        connection, admin = await admin_session(target)
+        async with connection:
+            await _queue(admin, Names(address, address))
+            refused = await _refusal(connection.create_session(username=ADMIN.name, password=WRONG_PASSWORD),
+                                     cck_settings.deadline(ANSWER_S), "the second CREATESESSION")
+            evidence.note("refusal", refused.broker_message)
+            await observed(admin.create_producer(address).send(message(f"{case.id}:0", 0)),
+                           cck_settings.deadline(ANSWER_S), "the first session's send after the refusal")
+            assert (await admin.queue_query(address)).message_count == 1, "the first session's message is missing"
 
     run(cck_settings, scenario())
