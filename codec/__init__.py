@@ -96,6 +96,7 @@ from ._packets.control import (
     SubscribeClusterTopologyUpdatesMessage,
     SubscribeClusterTopologyUpdatesMessageV2,
 )
+from ._packets.federation import FederationCredentials, FederationDownstreamConnectMessage
 from ._packets.kit import ReplicaAck, ReplicaBegin, ReplicaInput, ReplicaRecords, ReplicaStopping, ReplicaSubscribe
 from ._packets.messages import (
     SessionReceiveContinuationMessage,
@@ -240,6 +241,8 @@ __all__ = [
     "EMPTY_PROPERTIES",
     "EncodeError",
     "ExceptionType",
+    "FederationCredentials",
+    "FederationDownstreamConnectMessage",
     "Frame",
     "FrameDecoder",
     "FrameTooLarge",

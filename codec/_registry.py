@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._constants import PacketType
 from ._packets import consumers as _c
 from ._packets import control as _ctl
+from ._packets import federation as _f
 from ._packets import kit as _kit
 from ._packets import messages as _m
 from ._packets import producers as _p
@@ -41,6 +42,8 @@ PACKET_CLASSES: dict[PacketType, type[Packet]] = {
         _t.ClusterConnectMessage,
         _t.ClusterConnectReplyMessage,
         _t.ScaleDownAnnounceMessage,
+        # federation between brokers
+        _f.FederationDownstreamConnectMessage,
         # sessions
         _s.CreateSessionMessage,
         _s.CreateSessionMessage_V2,

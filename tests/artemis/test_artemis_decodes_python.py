@@ -38,10 +38,10 @@ def artemis_decode(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _sorted_params(value: Any) -> Any:
-    # TransportConfiguration params travel in Java HashMap order.
+    # TransportConfiguration params travel in Java HashMap order; a federation stream's policy refs are a HashSet.
     if isinstance(value, dict):
         out = {k: _sorted_params(v) for k, v in value.items()}
-        for key in ("params", "extra_props"):
+        for key in ("params", "extra_props", "policy_refs"):
             if key in out and isinstance(out[key], list):
                 out[key] = sorted(out[key], key=repr)
         return out

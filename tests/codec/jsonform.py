@@ -16,6 +16,7 @@ from typing import Any
 from cck.codec import (
     CoreMessage,
     DiscoveryDatagram,
+    FederationCredentials,
     Packet,
     PropertyType,
     TransportConfiguration,
@@ -55,7 +56,7 @@ def to_json(value: Any) -> Any:
             "branch_qualifier": value.branch_qualifier.hex(),
             "global_transaction_id": value.global_transaction_id.hex(),
         }
-    if isinstance(value, (Packet, CoreMessage, DiscoveryDatagram)):
+    if isinstance(value, (Packet, CoreMessage, DiscoveryDatagram, FederationCredentials)):
         return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}  # type: ignore[arg-type]
     if isinstance(value, (tuple, list)):
         return [to_json(v) for v in value]
