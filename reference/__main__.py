@@ -19,9 +19,10 @@ from cck.codec import RoutingType as WireRoutingType
 from ._clock import monotonic_ms
 from ._logging import configure_logging
 from ._server import BrokerServer
-from .broker import BrokerCore, BrokerSettings, JournalStorage, MirrorPoint, Queue, open_journal
+from .broker import Authorizer, BrokerCore, BrokerSettings, JournalStorage, MirrorPoint, Queue, open_journal
+from .broker import Principal as BrokerPrincipal
 from .cluster import UdpGroups, cluster_role, scale_down, start_cluster
-from .config import BrokerConfig, ConfigError, SecurityModel, default_config, load_config
+from .config import BrokerConfig, ConfigError, Permission, Principal, SecurityModel, default_config, load_config
 from .ha import BackupAnnouncer, Mirror, Replica, ReplicaEnd, Replication, SharedStoreActivation, SharedStoreLock
 from .journal import JournalError
 
@@ -487,8 +488,8 @@ def broker_settings(config: BrokerConfig, node_id: str) -> BrokerSettings:
     security = SecurityModel(config)
     return BrokerSettings(
         node_id=node_id,
-        authenticator=None if not config.security_enabled
-        else (lambda user, password: security.authenticate(user, password) is not None),
+        authenticator=security.authenticate if config.security_enabled else None,
+        authorizer=_authorizer(security) if config.security_enabled else None,
         allow_anonymous=not config.security_enabled,
         auto_create_queues=everything.auto_create_queues,
         auto_create_addresses=everything.auto_create_addresses,
@@ -500,6 +501,18 @@ def broker_settings(config: BrokerConfig, node_id: str) -> BrokerSettings:
         id_cache_size=config.id_cache_size,
         persist_id_cache=config.persist_id_cache,
     )
+
+
+def _authorizer(security: SecurityModel) -> Authorizer:
+    """The broker's permission checks, answered by broker.xml's security-settings (the principal is the one
+    ``security.authenticate`` made; the permission is named as Artemis's CheckType and the config's Permission
+    members are)."""
+
+    def authorize(principal: BrokerPrincipal, permission: str, address: str, queue: str | None) -> bool:
+        return isinstance(principal, Principal) and security.authorize(principal, Permission[permission], address,
+                                                                       queue)
+
+    return authorize
 
 
 def _declare_addresses(core: BrokerCore, config: BrokerConfig) -> None:

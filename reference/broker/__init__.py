@@ -3,6 +3,7 @@ time (monotonic ms), take the bytes it wants written."""
 
 from __future__ import annotations
 
+from ._authorization import Authenticator, Authorizer, CheckType, Principal
 from ._cluster import (
     MANAGEMENT_ADDRESS,
     NOTIFICATIONS_ADDRESS,
@@ -36,6 +37,8 @@ __all__ = [
     "ROUTE_TO_KEY",
     "SF_PREFIX",
     "Address",
+    "Authenticator",
+    "Authorizer",
     "BrokerCore",
     "CoreInput",
     "InputKind",
@@ -43,6 +46,7 @@ __all__ = [
     "apply_input",
     "BrokerError",
     "BrokerSettings",
+    "CheckType",
     "ClusterHooks",
     "ClusterRole",
     "ClusterState",
@@ -54,6 +58,7 @@ __all__ = [
     "MessageRef",
     "Notification",
     "PostOffice",
+    "Principal",
     "Queue",
     "RecoveryReport",
     "RemoteBinding",

@@ -41,6 +41,7 @@ from cck.codec import (
     UnknownPacketType,
 )
 
+from ._authorization import Authorization
 from ._backups import CLUSTER_CHANNEL, BackupRegistry, ClusterChannelHandlers
 from ._cluster_hooks import ClusterHooks
 from ._connection import Connection
@@ -114,10 +115,11 @@ class BrokerCore:
         self.backups = BackupRegistry(lambda _connector: self._topology.backup_changed())
         self._topology = Topology(settings, self._outbox, self.connections, wall_clock_ms or (lambda: 0),
                                   self.cluster, self.backups)
+        authorization = Authorization(settings.authorizer)
         self._sessions = SessionHandlers(
             engine=self.engine, post_office=self.post_office, transactions=self.transactions, outbox=self._outbox,
-            duplicates=self.duplicates,
-            registry=self.sessions, queues=QueueHandlers(self.engine, self.post_office, settings, self.cluster),
+            duplicates=self.duplicates, registry=self.sessions, authorization=authorization,
+            queues=QueueHandlers(self.engine, self.post_office, settings, self.cluster, authorization),
             xa=XAHandlers(self.transactions, self._time, settings.transaction_timeout_s), cluster=self.cluster)
         setup = ConnectionHandlers(settings, self._outbox, self.sessions, self._sessions, self._topology)
         self._cluster_channel = ClusterChannelHandlers(settings, self._outbox, self.backups)

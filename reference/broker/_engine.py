@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from cck.codec import CoreMessage, ExceptionType, PropertyType, RoutingType, SessionReceiveMessage, TypedProperties
@@ -72,8 +72,10 @@ class DeliveryEngine:
         self._storage.address_added(address)
         return address
 
-    def ensure_address(self, address: str, message: CoreMessage) -> None:
-        """A send to an address that does not exist creates it (and, anycast, its queue) when allowed."""
+    def ensure_address(self, address: str, message: CoreMessage,
+                       permit: Callable[[str, bool], None] | None = None) -> None:
+        """A send to an address that does not exist creates it (and, anycast, its queue) when allowed.
+        ``permit(address, with_queue)`` is asked first, and refuses by raising."""
         if address in self.post_office.addresses:
             return
         settings = self._settings
@@ -81,8 +83,11 @@ class DeliveryEngine:
             raise BrokerError(ExceptionType.ADDRESS_DOES_NOT_EXIST, f"AMQ229036: Address {address} does not exist")
         hint = message.properties.get(ROUTING_TYPE_KEY) if message.properties else None
         routing = int(hint) if isinstance(hint, int) else settings.default_routing_type
+        with_queue = routing == RoutingType.ANYCAST and settings.auto_create_queues
+        if permit is not None:
+            permit(address, with_queue)
         self.add_address(address, {routing}, auto_created=True)
-        if routing == RoutingType.ANYCAST and settings.auto_create_queues:
+        if with_queue:
             self.add_queue(Queue(address, address, RoutingType.ANYCAST, durable=True, auto_created=True))
 
     def add_queue(self, queue: Queue) -> Queue:

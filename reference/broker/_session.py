@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from cck.codec import CoreMessage, ExceptionType, Xid
 
 from .._window import ReceiveWindow, SendWindow
+from ._authorization import Principal
 from ._errors import BrokerError
 from ._model import MessageRef, Queue
 from ._selector import compile_selector
@@ -56,6 +57,9 @@ class Transaction:
     ref_ids: dict[tuple[int, str], int] = field(default_factory=dict)  # journal REF records written at prepare
     acks: list[MessageRef] = field(default_factory=list)
     rollback_only: str | None = None  # why, when it can no longer commit
+    #: a send refused while this transaction was open (the last one): its commit or prepare rolls it back and
+    #: answers with that refusal, as Artemis's rollback-only transaction rethrows its cause; later work is accepted
+    refused: BrokerError | None = None
     xid: Xid | None = None
     state: str = "ACTIVE"  # ACTIVE, SUSPENDED, PREPARED, ROLLBACK_ONLY
     timeout_s: int = 0
@@ -90,6 +94,8 @@ class Session:
     pre_acknowledge: bool
     window_size: int
     default_address: str | None = None
+    #: who the authenticator said the session is (what the permission checks ask about)
+    principal: Principal | None = None
     consumers: dict[int, Consumer] = field(default_factory=dict)
     producers: dict[int, str | None] = field(default_factory=dict)
     metadata: dict[str, str] = field(default_factory=dict)

@@ -5,7 +5,11 @@ closing; the address/queue packets (:mod:`._queue_handlers`) and XA (:mod:`._xa`
 Each handler returns the reply packet (or ``None``); :meth:`SessionHandlers.handle` then confirms
 the request in the session's window and sends the reply, which is Artemis's order (confirm, then
 respond).  A :class:`BrokerError` becomes an EXCEPTION reply when the request wanted one, and the
-request is then *not* counted as confirmed.
+request is then *not* counted as confirmed; a refused request that wanted no reply (a non-blocking
+send) cannot be told of it: it is logged and, as Artemis does, confirmed like any other.
+
+Sends and new consumers are checked against the session's permissions (:mod:`._authorization`), before
+anything of them is done.
 
 The state these packets change has other owners, given in the constructor: routing and delivery
 (:class:`~._engine.DeliveryEngine`), transactions (:class:`~._transactions.Transactions`), the sessions
@@ -49,6 +53,7 @@ from cck.codec import (
     SessionUniqueAddMetaDataMessage,
 )
 
+from ._authorization import Authorization, CheckType
 from ._cluster import MANAGEMENT_ADDRESS, ROUTE_TO_KEY
 from ._cluster_hooks import ClusterHooks
 from ._connection import Connection
@@ -93,9 +98,10 @@ class SessionHandlers:
     """Protocol handlers for everything that travels on a session channel, by packet class."""
 
     def __init__(self, *, engine: DeliveryEngine, post_office: PostOffice, transactions: Transactions,
-                 outbox: Outbox, duplicates: DuplicateIds, registry: SessionRegistry, queues: QueueHandlers,
-                 xa: XAHandlers, cluster: ClusterHooks | None) -> None:
+                 outbox: Outbox, duplicates: DuplicateIds, registry: SessionRegistry, authorization: Authorization,
+                 queues: QueueHandlers, xa: XAHandlers, cluster: ClusterHooks | None) -> None:
         self._engine = engine
+        self._authorization = authorization
         self._duplicates = duplicates
         self._post_office = post_office
         self._transactions = transactions
@@ -140,8 +146,11 @@ class SessionHandlers:
         try:
             reply = handler(session, packet)
         except BrokerError as exc:
-            LOG.info("request refused", extra={"session": session.name, "packet": packet.type_name(),
-                                                "code": exc.code, "reason": str(exc)})
+            # the log is all there is of a refusal nobody waits for (Artemis logs it as an error, AMQ224016)
+            LOG.log(logging.INFO if wants_reply(packet) else logging.WARNING, "request refused",
+                    extra={"session": session.name, "packet": packet.type_name(), "code": exc.code, "reason": str(exc)})
+            if not wants_reply(packet) and packet.requires_confirmations():
+                self._outbox.confirm(session, size)  # Artemis: no answer to send, so the command is confirmed
             if wants_reply(packet):
                 correlation = getattr(packet, "correlation_id", None)
                 self._outbox.send(session.connection, session.channel_id,
@@ -163,6 +172,10 @@ class SessionHandlers:
         if address is None:
             raise BrokerError(ExceptionType.ILLEGAL_STATE, "message has no address")
         reply = _reply(session, packet.correlation_id) if packet.requires_response else None
+        transacted = session.tx.xid is not None or not session.auto_commit_sends
+        # a management request needs manage (and not send); a refused send dooms the session's transaction
+        self._check_send(session, CheckType.MANAGE if address == MANAGEMENT_ADDRESS else CheckType.SEND, address,
+                         transacted)
         if self._cluster is not None:
             if address == MANAGEMENT_ADDRESS:
                 self._cluster.management(session, message)
@@ -171,9 +184,10 @@ class SessionHandlers:
                 return reply
         message = dataclasses.replace(message, message_id=self._post_office.next_id(), address=address)
         if ROUTE_TO_KEY not in message.properties:  # a bridged message names its queues by ID
-            self._engine.ensure_address(address, message)
+            self._engine.ensure_address(address, message, lambda name, queue: self._authorization.auto_create(
+                session, name, queue=queue))
         dup = duplicate_id_of(message)
-        if session.tx.xid is not None or not session.auto_commit_sends:
+        if transacted:
             session.tx.check_open()
             session.tx.sends.append((message, address))
         elif dup is None:
@@ -189,6 +203,14 @@ class SessionHandlers:
             if self._duplicates.remember(address, dup, tx_id) or stored:
                 self._transactions.commit_journal(tx_id)
         return reply
+
+    def _check_send(self, session: Session, check: CheckType, address: str, transacted: bool) -> None:
+        try:
+            self._authorization.check(session, check, address)
+        except BrokerError as exc:
+            if transacted:
+                session.tx.refused = exc
+            raise
 
     def _producer_credits(self, session: Session, packet: SessionRequestProducerCreditsMessage) -> Packet | None:
         # Never full: grant at once (a broker that does not answer blocks Java producers).
@@ -209,6 +231,8 @@ class SessionHandlers:
         queue = self._post_office.queues.get(queue_name)
         if queue is None:
             raise BrokerError(ExceptionType.QUEUE_DOES_NOT_EXIST, f"AMQ229017: Queue {queue_name} does not exist")
+        self._authorization.check(session, CheckType.BROWSE if packet.browse_only else CheckType.CONSUME,
+                                  queue.address, queue.name)
         check_filter(packet.filter_string)
         self._engine.add_consumer(Consumer(packet.consumer_id, session, queue, packet.filter_string,
                                            packet.browse_only))
@@ -269,6 +293,9 @@ class SessionHandlers:
 
     def _commit(self, session: Session, packet: SessionCommitMessage) -> Packet | None:
         tx = session.tx
+        if tx.refused is not None:
+            self._transactions.rollback_work(session, cancel_deliveries=False)
+            raise tx.refused
         if tx.rollback_only:
             reason = tx.rollback_only
             self._transactions.rollback_work(session, cancel_deliveries=False)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from cck.codec import CURRENT_VERSION
 
+from ._authorization import Authenticator, Authorizer
 from ._cluster import ClusterRole
 
 __all__ = ["BrokerSettings"]
@@ -18,8 +18,10 @@ class BrokerSettings:
     #: user -> password; ``None`` means anonymous access is allowed.
     users: dict[str, str] | None = None
     allow_anonymous: bool = True
-    #: (user, password) -> accepted?  When set it decides, instead of ``users``.
-    authenticator: Callable[[str | None, str | None], bool] | None = None
+    #: (user, password) -> the session's principal, or ``None`` to refuse.  When set it decides, instead of ``users``.
+    authenticator: Authenticator | None = None
+    #: (principal, permission, address, queue) -> granted?  ``None``: every session may do everything.
+    authorizer: Authorizer | None = None
     auto_create_queues: bool = True
     auto_create_addresses: bool = True
     default_routing_type: int = 0  # MULTICAST, Artemis's default-address-routing-type

@@ -25,6 +25,7 @@ from cck.codec import (
     SubscribeClusterTopologyUpdatesMessageV2,
 )
 
+from ._authorization import BrokerLogin, Principal
 from ._connection import Connection
 from ._outbox import Outbox
 from ._session import Session, SessionRegistry
@@ -106,7 +107,8 @@ class ConnectionHandlers:
             self._refuse_login(conn, ExceptionType.CLUSTER_SECURITY_EXCEPTION,
                                f"AMQ229099: Unable to authenticate cluster user: {packet.username}")
             return
-        if not self._authenticate(packet.username, packet.password):
+        principal = self._authenticate(packet.username, packet.password)
+        if principal is None:
             self._refuse_login(conn, ExceptionType.SECURITY_EXCEPTION,
                                f"AMQ229031: Unable to validate user: {packet.username}")
             return
@@ -119,6 +121,7 @@ class ConnectionHandlers:
             channel_id=channel,
             connection=conn,
             username=packet.username,
+            principal=principal,
             xa=packet.xa,
             auto_commit_sends=packet.auto_commit_sends,
             auto_commit_acks=packet.auto_commit_acks,
@@ -136,16 +139,18 @@ class ConnectionHandlers:
         LOG.info("session created", extra={"session": packet.name, "conn": conn.conn_id,
                                             "window": packet.confirmation_window_size})
 
-    def _authenticate(self, username: str | None, password: str | None) -> bool:
+    def _authenticate(self, username: str | None, password: str | None) -> Principal | None:
+        """The session's principal, or ``None``: refused."""
         settings = self._settings
         role = settings.cluster
         if role is not None and username == role.user and password == role.password:
-            return True  # the other nodes' bridges log in with the cluster credentials
+            # the other nodes' bridges log in with the cluster credentials, which hold every permission
+            return BrokerLogin(username, every_permission=True)
         if settings.authenticator is not None:
             return settings.authenticator(username, password)
         if username is None or settings.users is None:
-            return settings.allow_anonymous
-        return settings.users.get(username) == password
+            return BrokerLogin(username) if settings.allow_anonymous else None
+        return BrokerLogin(username) if settings.users.get(username) == password else None
 
     def _reattach(self, conn: Connection, packet: ReattachSessionMessage) -> None:
         session = self._registry.get(packet.name)

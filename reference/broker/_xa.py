@@ -160,6 +160,9 @@ class XAHandlers:
         tx = found
         if tx.state == "PREPARED":
             return OK
+        if tx.refused is not None:
+            self._transactions.abandon(tx)
+            raise tx.refused
         if tx.rollback_only:
             self._transactions.abandon(tx)
             return _error(XA_RBROLLBACK, tx.rollback_only)
@@ -176,6 +179,9 @@ class XAHandlers:
         if not packet.one_phase and tx.state != "PREPARED":
             raise BrokerError(ExceptionType.ILLEGAL_STATE,
                               "AMQ229228: two-phase commit of a transaction that was not prepared")
+        if tx.refused is not None:
+            self._transactions.abandon(tx)
+            raise tx.refused
         if tx.rollback_only:
             reason = tx.rollback_only
             self._transactions.abandon(tx)
