@@ -96,7 +96,16 @@ from ._packets.control import (
     SubscribeClusterTopologyUpdatesMessage,
     SubscribeClusterTopologyUpdatesMessageV2,
 )
-from ._packets.federation import FederationCredentials, FederationDownstreamConnectMessage
+from ._packets.federation import (
+    FederationAddressPolicy,
+    FederationCredentials,
+    FederationDownstreamConnectMessage,
+    FederationPolicy,
+    FederationPolicySet,
+    FederationQueueMatcher,
+    FederationQueuePolicy,
+    FederationTransformer,
+)
 from ._packets.kit import ReplicaAck, ReplicaBegin, ReplicaInput, ReplicaRecords, ReplicaStopping, ReplicaSubscribe
 from ._packets.messages import (
     SessionReceiveContinuationMessage,
@@ -241,8 +250,14 @@ __all__ = [
     "EMPTY_PROPERTIES",
     "EncodeError",
     "ExceptionType",
+    "FederationAddressPolicy",
     "FederationCredentials",
     "FederationDownstreamConnectMessage",
+    "FederationPolicy",
+    "FederationPolicySet",
+    "FederationQueueMatcher",
+    "FederationQueuePolicy",
+    "FederationTransformer",
     "Frame",
     "FrameDecoder",
     "FrameTooLarge",

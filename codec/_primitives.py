@@ -41,7 +41,6 @@ __all__ = [
     "F64",
     "Char",
     "Counted",
-    "EmptyCounted",
     "Uuid",
     "U16",
     "Bool",
@@ -479,35 +478,3 @@ def Counted(subcon: Construct, min_size: int = 1) -> Construct:  # noqa: N802 - 
     """An ``i32``-counted array of ``subcon`` (each at least ``min_size`` bytes)."""
     return _Counted(subcon, min_size)
 
-
-class _EmptyCounted(Construct):  # type: ignore[misc]
-    """An ``i32`` count of items whose layout the codec does not model: written as 0, and any other count is
-    refused at the count's offset (instead of misreading the items as the fields that follow)."""
-
-    def __init__(self, items: str) -> None:
-        super().__init__()
-        self.items = items
-        self.flagbuildnone = True  # no value of its own: a Struct builds it without one
-
-    def _parse(self, stream: BytesIO, context: Any, path: str) -> tuple[()]:
-        at = stream.tell()
-        count = I32._parse(stream, context, path)
-        if count != 0:
-            raise FieldError(
-                f"the codec does not decode {self.items}", path=path, offset=at, expected="0", found=str(count)
-            )
-        return ()
-
-    def _build(self, obj: Any, stream: BytesIO, context: Any, path: str) -> tuple[()]:
-        if obj:
-            raise FieldError(f"the codec does not encode {self.items}", path=path, offset=None)
-        I32._build(0, stream, context, path)
-        return ()
-
-    def _sizeof(self, context: Any, path: str) -> int:
-        return 4
-
-
-def EmptyCounted(items: str) -> Construct:  # noqa: N802 - construct style
-    """An ``i32`` count of ``items`` (plural, for messages) that is always 0 here."""
-    return _EmptyCounted(items)

@@ -16,9 +16,7 @@ class Packet:
     """Base of all packets.
 
     Subclasses are ``@dataclass(frozen=True, slots=True)`` whose fields, in order,
-    are the fields of ``FORMAT`` (a construct ``Struct`` over the frame body); a
-    format field with no value of its own (an always-empty count) has no
-    dataclass field.
+    are the fields of ``FORMAT`` (a construct ``Struct`` over the frame body).
     Class attributes say how the protocol treats the packet:
 
     * ``TYPE``: the type code byte.

@@ -37,13 +37,17 @@ def artemis_decode(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in result.stdout.decode().splitlines() if line.strip()]
 
 
+# Lists that are Java HashMaps or HashSets on the Artemis side: TransportConfiguration params; a federation stream's
+# policy refs, its policy and transformer maps, a policy's matchers and a policy set's refs.
+_UNORDERED = ("params", "extra_props", "policy_refs", "policies", "transformers", "includes", "excludes")
+
+
 def _sorted_params(value: Any) -> Any:
-    # TransportConfiguration params travel in Java HashMap order; a federation stream's policy refs are a HashSet.
     if isinstance(value, dict):
         out = {k: _sorted_params(v) for k, v in value.items()}
-        for key in ("params", "extra_props", "policy_refs"):
+        for key in _UNORDERED:
             if key in out and isinstance(out[key], list):
-                out[key] = sorted(out[key], key=repr)
+                out[key] = sorted(out[key], key=lambda item: json.dumps(item, sort_keys=True))
         return out
     if isinstance(value, list):
         return [_sorted_params(v) for v in value]

@@ -3,7 +3,8 @@
 The Java tool (fixtures/java) dumps Artemis's own objects in this form, so a
 Python value and an Artemis value are compared by comparing their JSON forms:
 bytes as lowercase hex, enums as ints, tuples as lists, TypedProperties and
-transport parameters as ``[key, type, value]`` triples in wire order.
+transport parameters as ``[key, type, value]`` triples in wire order, a
+federation policy as its fields after the Java ``class_name`` written before it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ from typing import Any
 from cck.codec import (
     CoreMessage,
     DiscoveryDatagram,
+    FederationAddressPolicy,
     FederationCredentials,
+    FederationPolicySet,
+    FederationQueueMatcher,
+    FederationQueuePolicy,
+    FederationTransformer,
     Packet,
     PropertyType,
     TransportConfiguration,
@@ -56,7 +62,13 @@ def to_json(value: Any) -> Any:
             "branch_qualifier": value.branch_qualifier.hex(),
             "global_transaction_id": value.global_transaction_id.hex(),
         }
-    if isinstance(value, (Packet, CoreMessage, DiscoveryDatagram, FederationCredentials)):
+    if isinstance(value, (FederationQueuePolicy, FederationAddressPolicy, FederationPolicySet)):
+        fields = {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {"class_name": value.JAVA_CLASS, **fields}
+    if isinstance(
+        value,
+        (Packet, CoreMessage, DiscoveryDatagram, FederationCredentials, FederationQueueMatcher, FederationTransformer),
+    ):
         return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}  # type: ignore[arg-type]
     if isinstance(value, (tuple, list)):
         return [to_json(v) for v in value]
@@ -65,11 +77,14 @@ def to_json(value: Any) -> Any:
 
 def normalise(value: Any) -> Any:
     """Make two JSON forms comparable: FLOAT property values compared as float32,
-    and the order of property entries ignored (Java HashMap order)."""
+    and the order of property entries ignored (Java HashMap order), a message's
+    ``[key, type, value]`` entries as a federation transformer's ``[key, value]`` ones."""
     if isinstance(value, dict):
         out = {k: normalise(v) for k, v in value.items()}
         props = out.get("properties")
-        if isinstance(props, list):
+        if isinstance(props, list) and any(len(entry) == 2 for entry in props):
+            out["properties"] = sorted(props, key=repr)
+        elif isinstance(props, list):
             out["properties"] = sorted(
                 ([k, t, _float32(v) if t == PropertyType.FLOAT and v is not None else v] for k, t, v in props),
                 key=repr,

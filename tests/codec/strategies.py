@@ -13,6 +13,11 @@ from cck.codec import (
     PACKET_CLASSES,
     CoreMessage,
     ExceptionType,
+    FederationAddressPolicy,
+    FederationPolicySet,
+    FederationQueueMatcher,
+    FederationQueuePolicy,
+    FederationTransformer,
     Packet,
     PropertyType,
     TransportConfiguration,
@@ -172,8 +177,6 @@ def packets_of(draw: st.DrawFn, cls: type[Packet]) -> Packet:
     for sub in fmt.subcons:
         assert isinstance(sub, Renamed)
         con = sub.subcon
-        if sub.name not in cls.__dataclass_fields__:
-            continue  # a field without a value of its own (an always-empty count)
         if isinstance(con, IfThenElse) and con.elsesubcon is Pass:  # absent when exit / continues
             values[sub.name] = None if _cond_false(values) else draw(for_construct(con.thensubcon))
         elif isinstance(con, IfThenElse):  # `last`: False when exit
@@ -194,6 +197,35 @@ def _routing_type(con: Any) -> st.SearchStrategy[Any]:
     return st.none() | values if con is p.NullableByte else values
 
 
+def _unique(items: st.SearchStrategy[Any], **unique: Any) -> st.SearchStrategy[tuple[Any, ...]]:
+    # A Java set or map on the Artemis side: no repeats (of the whole item, or of its key).
+    return st.lists(items, max_size=3, **(unique or {"unique": True})).map(tuple)
+
+
+_nullable_texts = st.none() | short_texts
+_queue_matchers = _unique(st.builds(FederationQueueMatcher, _nullable_texts, _nullable_texts))
+# FEDERATION_DOWNSTREAM_CONNECT policies and transformers: HashMaps keyed by name on the Artemis side.
+federation_policies = _unique(
+    st.one_of(
+        st.builds(FederationQueuePolicy, name=short_texts, include_federated=st.booleans(),
+                  priority_adjustment=st.none() | int_of[id(p.I32)], transformer_ref=_nullable_texts,
+                  includes=_queue_matchers, excludes=_queue_matchers),
+        st.builds(FederationAddressPolicy, name=short_texts, auto_delete=st.none() | st.booleans(),
+                  auto_delete_delay=st.none() | int_of[id(p.I64)],
+                  auto_delete_message_count=st.none() | int_of[id(p.I64)],
+                  max_hops=int_of[id(p.I32)], transformer_ref=_nullable_texts, includes=_unique(texts),
+                  excludes=_unique(short_texts), enable_divert_bindings=st.booleans()),
+        st.builds(FederationPolicySet, name=short_texts, policy_refs=_unique(short_texts)),
+    ),
+    unique_by=lambda policy: policy.name,
+)
+federation_transformers = _unique(
+    st.builds(FederationTransformer, name=short_texts, class_name=short_texts,
+              properties=_unique(st.tuples(short_texts, short_texts), unique_by=lambda kv: kv[0])),
+    unique_by=lambda transformer: transformer.name,
+)
+
+
 # Fields that are enums (or sets of them) on the Artemis side: only their
 # defined values mean anything there, and a set has no order or repeats.
 _ENUM_FIELDS: dict[str, Any] = {
@@ -203,6 +235,8 @@ _ENUM_FIELDS: dict[str, Any] = {
     "code": lambda con: st.sampled_from(ARTEMIS_ROUND_TRIP_CODES),
     # FEDERATION_DOWNSTREAM_CONNECT: a Java set on the Artemis side (order compared sorted, see tests/artemis).
     "policy_refs": lambda con: st.lists(short_texts, max_size=4, unique=True).map(tuple),
+    "policies": lambda con: federation_policies,
+    "transformers": lambda con: federation_transformers,
 }
 
 
