@@ -22,6 +22,7 @@ from cck.codec import (
     TransportConfiguration,
 )
 
+from ._cluster_hooks import ClusterHooks
 from ._connection import Connection
 from ._outbox import Outbox
 from ._settings import BrokerSettings
@@ -78,10 +79,12 @@ class ClusterChannelHandlers:
     """The handlers of channel 3 by packet class (:attr:`table`): cluster login, node announcements, and a
     backup's subscription to the journal (the connection then leaves the core for the server's replication)."""
 
-    def __init__(self, settings: BrokerSettings, outbox: Outbox, backups: BackupRegistry) -> None:
+    def __init__(self, settings: BrokerSettings, outbox: Outbox, backups: BackupRegistry,
+                 cluster: ClusterHooks | None = None) -> None:
         self._settings = settings
         self._outbox = outbox
         self._backups = backups
+        self._cluster = cluster
         self._authorized: set[int] = set()
         self.table: dict[type[Packet], Callable[[Connection, Any], None]] = {
             ClusterConnectMessage: self._cluster_connect,
@@ -106,6 +109,8 @@ class ClusterChannelHandlers:
         connector = packet.backup_connector or packet.connector
         if packet.backup and packet.node_id == self._settings.node_id and connector is not None:
             self._backups.announced(conn, connector)
+        elif not packet.backup and packet.connector is not None and self._cluster is not None:
+            self._cluster.node_announced(packet.node_id, packet.connector)
 
     def _replica_subscribe(self, conn: Connection, packet: ReplicaSubscribe) -> None:
         if conn.conn_id not in self._authorized:

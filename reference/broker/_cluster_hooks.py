@@ -91,6 +91,8 @@ class ClusterHooks:
         self._storage = storage
         self._time = time
         self._member_joined = member_joined
+        #: who bridges to a node a cluster member announced (the server's cluster connection; none in memory)
+        self._bridge_to: MemberJoined = lambda _node, _connector: None
         self.state = ClusterState(role)
         self._due: dict[str, int] = {}  # queue -> when its redistributor starts (monotonic ms)
         self._redistributing: set[str] = set()
@@ -293,6 +295,21 @@ class ClusterHooks:
         if not known:
             self._member_joined(node_id, connector)
         self._engine.wake(self._post_office.queues[sf_name])
+
+    def bridge_announced_through(self, bridge_to: MemberJoined) -> None:
+        """Who is asked to bridge to a node a cluster member announced (the cluster connection, which is made
+        after the core)."""
+        self._bridge_to = bridge_to
+
+    def node_announced(self, node_id: str, connector: TransportConfiguration) -> None:
+        """A peer logged in with the cluster credentials announced a live node: it is a member clients hear of,
+        and the cluster connection bridges to it (Artemis's cluster connection bridges to every live node of its
+        topology).  A node already known, or this one, changes nothing."""
+        if node_id == self.role.node_id or node_id in self.state.members:
+            return
+        self.state.members[node_id] = connector
+        self._member_joined(node_id, connector)
+        self._bridge_to(node_id, connector)
 
     def node_down(self, node_id: str) -> None:
         self.state.connected(node_id, False)

@@ -122,7 +122,7 @@ class BrokerCore:
             queues=QueueHandlers(self.engine, self.post_office, settings, self.cluster, authorization),
             xa=XAHandlers(self.transactions, self._time, settings.transaction_timeout_s), cluster=self.cluster)
         setup = ConnectionHandlers(settings, self._outbox, self.sessions, self._sessions, self._topology)
-        self._cluster_channel = ClusterChannelHandlers(settings, self._outbox, self.backups)
+        self._cluster_channel = ClusterChannelHandlers(settings, self._outbox, self.backups, self.cluster)
         self._channels = {PING_CHANNEL: setup.channel0, SESSION_SETUP_CHANNEL: setup.channel1,
                           CLUSTER_CHANNEL: self._cluster_channel.table}
 

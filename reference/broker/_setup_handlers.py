@@ -86,8 +86,9 @@ class ConnectionHandlers:
         self._outbox.send(conn, SESSION_SETUP_CHANNEL, CheckFailoverReplyMessage(True))
 
     def _refuse_login(self, conn: Connection, code: int, message: str) -> None:
+        # only the session is refused: the connection and its other sessions stay (as Artemis's handleCreateSession
+        # answers and closes nothing), and the client may try again on it
         self._outbox.send(conn, SESSION_SETUP_CHANNEL, ActiveMQExceptionMessage(code, message))
-        self._outbox.close_after_output(conn)
 
     def _create_session(self, conn: Connection, packet: CreateSessionMessage | CreateSessionMessage_V2) -> None:
         settings = self._settings

@@ -312,6 +312,15 @@ class ClusterManager:
                 del self.bridges[key]
                 self._retire(bridge)
 
+    def announced(self, node_id: str, connector: TransportConfiguration | None) -> None:
+        """A cluster member announced a live node: a bridge to it, as to any node of the topology, unless the
+        cluster connection bridges only to the nodes it names (allow-direct-connections-only)."""
+        found = connector_of(connector) if connector is not None else None
+        if found is None or self.cc.allow_direct_connections_only:
+            return
+        LOG.info("a cluster member announced a node: bridging to it", extra={"node": node_id, "peer": found.url})
+        self.connect_to(Peer(found.host, found.port, connector))
+
     def _retire(self, bridge: Bridge) -> None:
         task = asyncio.get_running_loop().create_task(bridge.stop(), name=f"stop bridge to {bridge.peer.url}")
         self.retiring.add(task)
@@ -366,6 +375,7 @@ def start_cluster(config: BrokerConfig, hooks: ClusterHooks | None, udp: UdpGrou
         return None
     cc = config.cluster_connections[0]
     manager = ClusterManager(hooks, cc, own_url, flush)
+    hooks.bridge_announced_through(manager.announced)
     connectors = {c.name: c for c in config.connectors}
     for name in cc.static_connectors:
         connector = connectors[name]  # the parser checked every reference

@@ -89,3 +89,40 @@ def test_a_broker_outside_a_cluster_has_no_cluster_login() -> None:
     core = BrokerCore(BrokerSettings(node_id=NODE))
     backup = _backup(core, 2)
     assert backup.received[0].packet == ClusterConnectReplyMessage(False)
+
+
+def _live(core: BrokerCore, conn_id: int, *others: Wire, password: str = "cp") -> Wire:
+    """A cluster member's connection: cluster login, then the announcement of another live node."""
+    core.connection_made(conn_id, 0)
+    wire = Wire(core, conn_id)
+    core.receive(conn_id, PREAMBLE + encode_packet(ClusterConnectMessage("cu", password), 3), 0)
+    core.receive(conn_id, encode_packet(NodeAnnounceMessage("node-2", connector=OTHER), 3), 0)
+    _pump(wire, *others)
+    return wire
+
+
+OTHER = TransportConfiguration.netty("127.0.0.1", 61618)
+
+
+def test_a_live_node_a_cluster_member_announces_joins_and_is_bridged_to() -> None:
+    core = _core()
+    asked: list[tuple[str, TransportConfiguration | None]] = []
+    assert core.cluster is not None
+    core.cluster.bridge_announced_through(lambda node, connector: asked.append((node, connector)))
+    client = connect(core, 1)
+    _live(core, 2, client)
+    assert [(m.node_id, m.live) for m in _members(client)][-1] == ("node-2", OTHER)
+    assert asked == [("node-2", OTHER)]
+    _live(core, 3, client)  # known already: nothing new
+    assert asked == [("node-2", OTHER)]
+
+
+def test_a_live_node_announced_without_the_cluster_login_changes_nothing() -> None:
+    core = _core()
+    asked: list[tuple[str, TransportConfiguration | None]] = []
+    assert core.cluster is not None
+    core.cluster.bridge_announced_through(lambda node, connector: asked.append((node, connector)))
+    client = connect(core, 1)
+    _live(core, 2, client, password="wrong")
+    assert all(m.node_id != "node-2" for m in _members(client))
+    assert asked == []
