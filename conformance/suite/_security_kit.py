@@ -17,16 +17,16 @@ from types import TracebackType
 
 from cck.codec import FrameDecoder, Packet, encode_packet
 from cck.conformance.targets import PERMISSIONS as ALL_PERMISSIONS
-from cck.conformance.targets import SecurityRule, SecuritySpec, Target, Topology, User
+from cck.conformance.targets import ClusterSpec, SecurityRule, SecuritySpec, Target, Topology, User
 from cck.conformance.verdicts import CheckFailed, Unsupported
 from cck.reference.client import ClientSettings, Connection, Session, connect
 
 from ._kit import RESTARTING, client_settings
 
 __all__ = [
-    "ADMIN", "FQQN_ADDRESS", "FQQN_QUEUES", "FQQN_USER", "GUEST_ROLE", "MATCHER", "PERMISSIONS", "PREFIX", "SECURED",
-    "SETUP_CHANNEL", "WITH_GUEST", "MakeTarget", "Rogue", "Wire", "admin_session", "all_but", "only", "secured",
-    "settings_for",
+    "ADMIN", "CLUSTER", "CLUSTERED", "FQQN_ADDRESS", "FQQN_QUEUES", "FQQN_USER", "GUEST_ROLE", "MATCHER",
+    "PERMISSIONS", "PREFIX", "SECURED", "SETUP_CHANNEL", "WITH_GUEST", "MakeTarget", "Rogue", "Wire",
+    "admin_session", "all_but", "only", "secured", "settings_for",
 ]  # fmt: skip
 
 MakeTarget = Callable[[Topology], Target]
@@ -77,6 +77,11 @@ RULES = (
 USERS = (ADMIN, MATCHER, FQQN_USER, *(only(p) for p in PERMISSIONS), *(all_but(p) for p in PERMISSIONS))
 SECURED = Topology(security=SecuritySpec(enabled=True, users=USERS, rules=RULES))
 WITH_GUEST = Topology(security=SecuritySpec(enabled=True, users=USERS, rules=RULES, guest_role=GUEST_ROLE))
+#: two nodes in a cluster (static connectors to each other): a cluster connection with connectors bridges to
+#: every live node announced to it (one without any makes no bridges at all)
+CLUSTER = ClusterSpec()
+CLUSTERED = Topology(Topology.cluster_of(2).nodes, security=SecuritySpec(enabled=True, users=USERS, rules=RULES),
+                     cluster=CLUSTER)
 
 
 def secured(make: MakeTarget, topology: Topology = SECURED) -> Target:

@@ -338,7 +338,7 @@ def test_scale_down_renders_a_live_only_ha_policy_per_node(tmp_path: Path) -> No
         assert scale.findtext("c:group-name", namespaces=ns) == group
         assert [e.text for e in scale.findall("c:connectors/c:connector-ref", ns)] == connectors
         assert scale.find("c:discovery-group-ref", ns) is None
-        config = load_config(write_etc(topology, node, tmp_path / node / "etc"))
+        config = load_config(write_etc(topology, node, tmp_path / node / "etc", max_disk_usage=None))
         assert config.warnings == ()
         read = config.ha_policy.scale_down
         assert read is not None

@@ -1,0 +1,219 @@
+"""Packets only a broker may send a broker, from a connection that never authenticated (Artemis user manual,
+Clusters: Cluster User Credentials; CVE-2026-27446; notes, packet table: channels 0 and 3).
+
+Each case opens a raw connection to the first of two clustered brokers with security enabled (a node announced
+to it would get a bridge of its cluster connection), authenticates nowhere (no session, no CLUSTER_CONNECT with
+the cluster credentials), and sends what a peer broker would: a node announcement, a scale-down announcement, a
+topology, a request to federate back.  Whatever names a
+connector names a "rogue broker", a listener on loopback.  What must hold, each observed for ``OBSERVE_S``
+(the brokers act on these packets at once: Artemis deploys a federation upstream and its bridges dial while
+handling the packet):
+
+* the broker never dials the rogue broker;
+* a topology subscriber that was listening before the packets (and got the broker's own node first, so it
+  hears what the broker announces) is told of no new node and of no node leaving;
+* no CLUSTER_CONNECT_REPLY says ``authorized``;
+* the broker still opens an authenticated session afterwards.
+
+The control case sends the node announcement after a CLUSTER_CONNECT with the node's own cluster credentials:
+then the broker must act on it (a bridge dials the announced node, subscribers hear of it), which shows the other
+cases' observations would see an effect if there were one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cck.codec import (
+    ARTEMIS_2_18_0_VERSION,
+    ClusterConnectMessage,
+    ClusterConnectReplyMessage,
+    ClusterTopologyChangeMessage_V2,
+    ClusterTopologyChangeMessage_V4,
+    FederationAddressPolicy,
+    FederationDownstreamConnectMessage,
+    NodeAnnounceMessage,
+    Packet,
+    RoutingType,
+    ScaleDownAnnounceMessage,
+    SubscribeClusterTopologyUpdatesMessageV2,
+    TransportConfiguration,
+    netty_connector_factory,
+)
+from cck.conformance.cases import Case, cases
+from cck.conformance.evidence import CaseEvidence
+from cck.conformance.plugin import Settings
+from cck.conformance.targets import CONFIG, Target
+from cck.conformance.verdicts import CheckFailed
+
+from ._kit import run, unique
+from ._security_kit import CLUSTER, CLUSTERED, PREFIX, MakeTarget, Rogue, Wire, admin_session, secured, settings_for
+
+#: how long each case watches for an effect (the rogue broker dialled, a topology change)
+OBSERVE_S = 5.0
+#: how long the broker may take to send a subscriber its own node
+ANSWER_S = 15.0
+#: channel 0 carries pings and topology, channel 3 the cluster connection's packets, channel 4 a federation's
+PING_CHANNEL = 0
+CLUSTER_CHANNEL = 3
+FEDERATION_CHANNEL = 4
+#: the cluster credentials Artemis ships in broker.xml (the kit's brokers are not given them)
+DEFAULT_CLUSTER_USER = "ACTIVEMQ.CLUSTER.ADMIN.USER"
+DEFAULT_CLUSTER_PASSWORD = "CHANGE ME!!"  # noqa: S105  (Artemis's documented default, sent to be refused)
+
+
+@dataclass(frozen=True)
+class Attack:
+    """What the unauthenticated connection knows: the rogue's connector, a node ID of its own, the broker's."""
+
+    rogue: TransportConfiguration
+    fake_node: str
+    broker_node: str
+    version: int
+    #: a multicast address with a queue on the broker: what a federation policy matching it would pull from upstream
+    address: str
+
+
+def _federation(attack: Attack) -> list[tuple[Packet, int]]:
+    # an address policy matching an address that has a multicast queue: the upstream it deploys connects at once to
+    # create its remote consumer (a federation without a policy has nothing to pull, and would never dial)
+    policy = FederationAddressPolicy(name="cck-rogue-policy", includes=(attack.address,))
+    request = FederationDownstreamConnectMessage(
+        name=f"cck-rogue-{attack.fake_node[:8]}", stream_name="cck-rogue-downstream", policies=(policy,),
+        policy_refs=(policy.name,), upstream=attack.rogue)
+    return [(request, FEDERATION_CHANNEL)]
+
+
+def _announce(attack: Attack) -> NodeAnnounceMessage:
+    return NodeAnnounceMessage(attack.fake_node, None, False, time.time_ns() // 1_000_000, attack.rogue)
+
+
+def _node_announce(attack: Attack) -> list[tuple[Packet, int]]:
+    return [(_announce(attack), CLUSTER_CHANNEL)]
+
+
+def _default_credentials(attack: Attack) -> list[tuple[Packet, int]]:
+    return [(ClusterConnectMessage(DEFAULT_CLUSTER_USER, DEFAULT_CLUSTER_PASSWORD), CLUSTER_CHANNEL),
+            (_announce(attack), CLUSTER_CHANNEL)]
+
+
+def _cluster_credentials(attack: Attack) -> list[tuple[Packet, int]]:
+    return [(ClusterConnectMessage(CLUSTER.user, CLUSTER.password), CLUSTER_CHANNEL),
+            (_announce(attack), CLUSTER_CHANNEL)]
+
+
+def _client_topology(attack: Attack) -> list[tuple[Packet, int]]:
+    event = time.time_ns() // 1_000_000
+    if attack.version >= ARTEMIS_2_18_0_VERSION:
+        packet: Packet = ClusterTopologyChangeMessage_V4(False, attack.fake_node, event, attack.rogue,
+                                                         server_version=attack.version)
+    else:
+        packet = ClusterTopologyChangeMessage_V2(False, attack.fake_node, event, attack.rogue)
+    return [(packet, PING_CHANNEL)]
+
+
+def _scale_down(attack: Attack) -> list[tuple[Packet, int]]:
+    return [(ScaleDownAnnounceMessage(attack.fake_node, attack.broker_node), CLUSTER_CHANNEL)]
+
+
+ATTACKS: dict[str, tuple[str, Callable[[Attack], list[tuple[Packet, int]]]]] = {
+    "federation": ("FEDERATION_DOWNSTREAM_CONNECT on channel 4 (as a federating broker sends it) asking the broker "
+                   "to federate back to the rogue broker's connector (the request of CVE-2026-27446)", _federation),
+    "node-announce": ("NODE_ANNOUNCE on channel 3, without CLUSTER_CONNECT, of a live node whose connector is the "
+                      "rogue broker", _node_announce),
+    "default-credentials": ("CLUSTER_CONNECT on channel 3 with Artemis's default cluster user and password (not "
+                            "this broker's), then NODE_ANNOUNCE of a node whose connector is the rogue broker",
+                            _default_credentials),
+    "client-topology": ("CLUSTER_TOPOLOGY (V4 from protocol 131, V2 before) on channel 0, as a server sends it, "
+                        "announcing a node whose connector is the rogue broker", _client_topology),
+    "scale-down": ("SCALEDOWN_ANNOUNCEMENT on channel 3, without CLUSTER_CONNECT, saying the broker's own node "
+                   "was scaled down to another", _scale_down),
+}
+PRE_AUTHENTICATION = tuple(
+    Case(f"security.pre-auth.{n}", "security.pre-authentication",
+         f"a connection with no session and no cluster login sends {what}",
+         "no effect: the rogue broker is never dialled, a topology subscriber hears of no new node and no node "
+         "leaving, nothing says authorized, and the broker still opens an authenticated session",
+         params={"attack": name}, needs=(CONFIG,))
+    for n, (name, (what, _)) in enumerate(ATTACKS.items(), 1)
+)
+
+
+CONTROL = (
+    Case("security.cluster.1", "security.cluster-credentials",
+         "a connection sends CLUSTER_CONNECT on channel 3 with the node's own cluster user and password, then "
+         "NODE_ANNOUNCE of a live node whose connector is the rogue broker",
+         "CLUSTER_CONNECT_REPLY says authorized; the broker acts on the announcement: it dials the rogue broker "
+         "(a bridge of its cluster connection) and a topology subscriber hears of the node",
+         params={"attack": "cluster-credentials"}, needs=(CONFIG,)),
+)
+ATTACKS["cluster-credentials"] = ("", _cluster_credentials)
+
+
+def _topology_news(frames: list[tuple[int, Packet]], after: int) -> list[Packet]:
+    """The topology packets a subscriber received after its first ``after`` frames."""
+    return [p for c, p in frames[after:] if c == PING_CHANNEL and hasattr(p, "node_id") and hasattr(p, "exit")]
+
+
+@cases(*PRE_AUTHENTICATION, *CONTROL)
+def test_server_packets_before_authentication(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                                              evidence: CaseEvidence) -> None:
+    _, packets_of = ATTACKS[case.params["attack"]]
+    target: Target = secured(cck_make_target, CLUSTERED)
+    settings = settings_for(target)
+
+    async def scenario() -> None:
+        async with Rogue() as rogue, Wire(target.nodes[0].url, settings) as subscriber:
+            await subscriber.write([(SubscribeClusterTopologyUpdatesMessageV2(False, settings.version),
+                                     PING_CHANNEL)])
+            _, own = await subscriber.until(lambda c, p: c == PING_CHANNEL and getattr(p, "last", False),
+                                            cck_settings.deadline(ANSWER_S), "the broker's own node (topology)")
+            heard = len(subscriber.frames)
+            attack = Attack(TransportConfiguration.netty(rogue.host, rogue.port,
+                                                         factory=netty_connector_factory(settings.version)),
+                            str(uuid.uuid4()), str(getattr(own, "node_id", "")), settings.version,
+                            unique(f"{PREFIX}.federated"))
+            connection, admin = await admin_session(target)
+            async with connection:
+                await admin.create_address(attack.address, (RoutingType.MULTICAST,))
+                await admin.create_queue(attack.address, attack.address, routing_type=RoutingType.MULTICAST)
+            async with Wire(target.nodes[0].url, settings) as attacker:
+                await attacker.write(packets_of(attack))
+                dialled = await rogue.dialled_within(cck_settings.deadline(OBSERVE_S))
+                if case.params["attack"] == "cluster-credentials":  # the dial may come before the news
+                    with contextlib.suppress(CheckFailed):
+                        await subscriber.until(lambda _, p: getattr(p, "node_id", None) == attack.fake_node,
+                                               cck_settings.deadline(OBSERVE_S), "news of the announced node")
+            evidence.note("attacker_received", [(c, repr(p)) for c, p in attacker.frames])
+            news = _topology_news(subscriber.frames, heard)
+            evidence.note("subscriber_heard", [repr(p) for p in news])
+            evidence.note("rogue_contacts", rogue.contacts)
+        authorized = [p for _, p in attacker.frames if isinstance(p, ClusterConnectReplyMessage) and p.authorized]
+        # the rogue's node in any form, or the broker's own node reported gone
+        told = [p for p in news if getattr(p, "node_id", None) == attack.fake_node
+                or (getattr(p, "node_id", None) == attack.broker_node and getattr(p, "exit", False))]
+        if case.params["attack"] == "cluster-credentials":
+            problems = [] if authorized else ["no CLUSTER_CONNECT_REPLY said authorized"]
+            if not dialled:
+                problems.append("the broker did not dial the node announced by a cluster member")
+            if not told:
+                problems.append("the topology subscriber did not hear of the node announced by a cluster member")
+        else:
+            problems = []
+            if dialled:
+                problems.append(f"the broker dialled the rogue broker named by an unauthenticated connection "
+                                f"({len(rogue.contacts)} connection(s) from {', '.join(rogue.contacts)})")
+            if told:
+                problems.append(f"the topology subscriber was told: {told}")
+            if authorized:
+                problems.append("CLUSTER_CONNECT_REPLY said authorized")
+        assert not problems, "; ".join(problems)
+        connection, admin = await admin_session(target)
+        async with connection:
+            await admin.queue_query("cck.sec.alive")  # answers: the broker still serves
+
+    run(cck_settings, scenario())
