@@ -25,7 +25,7 @@ from ._kit import RESTARTING, client_settings
 
 __all__ = [
     "ADMIN", "CLUSTER", "CLUSTERED", "FQQN_ADDRESS", "FQQN_QUEUES", "FQQN_USER", "GUEST_ROLE", "MATCHER",
-    "PERMISSIONS", "PREFIX", "SECURED", "SETUP_CHANNEL", "WITH_GUEST", "MakeTarget", "Rogue", "Wire",
+    "PERMISSIONS", "PREFIX", "RULES", "SECURED", "USERS", "SETUP_CHANNEL", "WITH_GUEST", "MakeTarget", "Rogue", "Wire",
     "admin_session", "all_but", "only", "secured", "settings_for",
 ]  # fmt: skip
 
