@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import TracebackType
 
-from cck.codec import FrameDecoder, Packet, encode_packet
+from cck.codec import CodecError, FrameDecoder, Packet, encode_packet
 from cck.conformance.targets import PERMISSIONS as ALL_PERMISSIONS
 from cck.conformance.targets import ClusterSpec, SecurityRule, SecuritySpec, Target, Topology, User
 from cck.conformance.verdicts import CheckFailed, Unsupported
@@ -90,8 +91,8 @@ def secured(make: MakeTarget, topology: Topology = SECURED) -> Target:
     try:
         return make(topology)
     except Unsupported as exc:
-        raise Unsupported(f"security not configured: the case needs a broker the kit gives its users, roles and "
-                          f"security-settings ({exc})") from exc
+        raise Unsupported(f"security not configured: the case needs a broker the kit gives its users, roles, "
+                          f"security-settings or TLS acceptor ({exc})") from exc
 
 
 def settings_for(target: Target) -> ClientSettings:
@@ -113,15 +114,21 @@ class Wire:
 
     url: str
     settings: ClientSettings
+    #: TLS with this context (None: plain TCP)
+    tls: ssl.SSLContext | None = None
     frames: list[tuple[int, Packet]] = field(default_factory=list)
     closed_by_peer: bool = False
+    #: what ended the connection when it was not a clean close (a reset, a TLS alert), and what made the bytes
+    #: received undecodable as core frames
+    error: str | None = None
+    undecodable: str | None = None
     _arrived: asyncio.Event = field(default_factory=asyncio.Event)
     _writer: asyncio.StreamWriter | None = None
     _reading: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Wire:
         host, _, port = self.url.removeprefix("tcp://").rpartition(":")
-        reader, self._writer = await asyncio.open_connection(host.strip("[]"), int(port))
+        reader, self._writer = await asyncio.open_connection(host.strip("[]"), int(port), ssl=self.tls)
         self._writer.write(self.settings.preamble_bytes())
         self._reading = asyncio.ensure_future(self._read(reader))
         return self
@@ -139,13 +146,37 @@ class Wire:
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
         decoder = FrameDecoder(version=self.settings.version)
-        while chunk := await reader.read(65536):
-            decoder.feed(chunk)
-            for frame in decoder:
-                self.frames.append((frame.channel_id, frame.packet))
-                self._arrived.set()
+        try:
+            while chunk := await reader.read(65536):
+                if self.undecodable is not None:
+                    continue  # past bytes that were no core frames: only the close is of interest
+                decoder.feed(chunk)
+                try:
+                    for frame in decoder:
+                        self.frames.append((frame.channel_id, frame.packet))
+                        self._arrived.set()
+                except CodecError as exc:  # a TLS alert read as plain TCP, say
+                    self.undecodable = str(exc)
+        except (OSError, ssl.SSLError) as exc:  # a reset, or the TLS layer refusing
+            self.error = f"{type(exc).__name__}: {exc}"
         self.closed_by_peer = True
         self._arrived.set()
+
+    @property
+    def peer_certificate(self) -> bytes | None:
+        """The certificate the broker presented (DER), on a TLS connection."""
+        tls = self._writer.get_extra_info("ssl_object") if self._writer is not None else None
+        return None if tls is None else tls.getpeercert(binary_form=True)
+
+    async def closed_within(self, seconds: float) -> bool:
+        """Whether the broker closes the connection by ``seconds`` from now (at once when it has)."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + seconds
+        while not self.closed_by_peer and (left := until - loop.time()) > 0:
+            self._arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._arrived.wait(), left)
+        return self.closed_by_peer
 
     async def write(self, packets: Iterable[tuple[Packet, int]]) -> None:
         """The packets, each on its channel, in one write (the broker sees them back to back)."""

@@ -125,6 +125,16 @@ async def _refusal(attempt: Awaitable[object], seconds: float, what: str) -> Bro
     raise CheckFailed(f"{what}: accepted")
 
 
+async def _decided(attempt: Awaitable[object], allowed: bool, seconds: float, what: str,
+                   evidence: CaseEvidence) -> None:
+    """Await ``attempt``: done when ``allowed``, else refused with SECURITY_EXCEPTION (its text in the evidence)."""
+    if allowed:
+        await observed(attempt, seconds, what)
+    else:
+        refused = await _refusal(attempt, seconds, what)
+        evidence.note("refusal", refused.broker_message)
+
+
 @cases(*AUTHENTICATION)
 def test_authentication(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
                         evidence: CaseEvidence) -> None:
@@ -416,11 +426,7 @@ def test_authorization(case: Case, cck_make_target: MakeTarget, cck_settings: Se
             await operation.prepare(admin, names)
             session = await _user_session(connection, user)
             attempt = operation.attempt(session, names, cck_settings.deadline(RECEIVE_S))
-            if allowed:
-                await observed(attempt, cck_settings.deadline(ANSWER_S), f"{permission} by {user.name}")
-            else:
-                refused = await _refusal(attempt, cck_settings.deadline(ANSWER_S), f"{permission} by {user.name}")
-                evidence.note("refusal", refused.broker_message)
+            await _decided(attempt, allowed, cck_settings.deadline(ANSWER_S), f"{permission} by {user.name}", evidence)
             problems = await operation.verify(admin, names, allowed)
             assert not problems, "; ".join(problems)
 
@@ -440,15 +446,11 @@ def test_most_specific_match(case: Case, cck_make_target: MakeTarget, cck_settin
         connection, admin = await admin_session(target)
         async with connection:
             if not (await admin.queue_query(address)).exists:
-                await _queue(admin, Names(address, address))
+                await _queue(admin, names)
             before = (await admin.queue_query(address)).message_count
             session = await _user_session(connection, MATCHER)
             attempt = _send(session, names, 0.0)
-            if allowed:
-                await observed(attempt, cck_settings.deadline(ANSWER_S), "the send")
-            else:
-                refused = await _refusal(attempt, cck_settings.deadline(ANSWER_S), "the send")
-                evidence.note("refusal", refused.broker_message)
+            await _decided(attempt, allowed, cck_settings.deadline(ANSWER_S), "the send", evidence)
             problems = await _count_is(admin, names, allowed, if_allowed=before + 1, if_refused=before)
             assert not problems, "; ".join(problems)
 
@@ -474,11 +476,7 @@ def test_fully_qualified_queue_name(case: Case, cck_make_target: MakeTarget, cck
             before = (await admin.queue_query(queue)).message_count
             session = await _user_session(connection, FQQN_USER)
             attempt = _consume(session, names, cck_settings.deadline(RECEIVE_S))
-            if allowed:
-                await observed(attempt, cck_settings.deadline(ANSWER_S), f"the consumer on {queue}")
-            else:
-                refused = await _refusal(attempt, cck_settings.deadline(ANSWER_S), f"the consumer on {queue}")
-                evidence.note("refusal", refused.broker_message)
+            await _decided(attempt, allowed, cck_settings.deadline(ANSWER_S), f"the consumer on {queue}", evidence)
             after = await admin.queue_query(queue)
             expected = before - 1 if allowed else before
             assert after.message_count == expected, (

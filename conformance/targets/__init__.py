@@ -76,6 +76,7 @@ from ._topology import (
     ScaleDownSpec,
     SecurityRule,
     SecuritySpec,
+    TlsSpec,
     Topology,
     User,
 )
@@ -149,6 +150,7 @@ __all__ = [
     "ClusterSpec",
     "HASpec",
     "ScaleDownSpec",
+    "TlsSpec",
     # configuration files
     "TEMPLATE_DIR",
     "LOCK_MANAGER_CLASS",
