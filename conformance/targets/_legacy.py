@@ -67,6 +67,8 @@ def legacy_config(kind: str, topology: Topology, node: str) -> dict[str, Any]:
         raise _refuse(kind, "security rules of the case's own")
     if security.guest_role is not None:
         raise _refuse(kind, "a guest (anonymous) role")
+    if topology.tls is not None:
+        raise _refuse(kind, "a TLS acceptor")
     settings: dict[str, dict[str, Any]] = {}
     for setting in topology.address_settings:
         values: dict[str, Any] = {}

@@ -19,6 +19,7 @@ from cck.conformance.targets import (
     ScaleDownSpec,
     SecurityRule,
     SecuritySpec,
+    TlsSpec,
     Topology,
     UnsupportedByTarget,
     User,
@@ -107,7 +108,8 @@ def test_artemis_1_scales_down_as_broker_xml_would_say(tmp_path: Path) -> None:
     (lambda t: dataclasses.replace(t, security=SecuritySpec(enabled=True, users=(User("a", "b"),), rules=(
         SecurityRule("#", "send", ("amq",)),))), "security rules of the case's own"),
     (lambda t: dataclasses.replace(t, security=SecuritySpec(enabled=True, guest_role="guest")), "a guest"),
-], ids=["scale-down", "lock-manager", "off-with-redistribution", "extra", "setting", "rules", "guest"])
+    (lambda t: dataclasses.replace(t, tls=TlsSpec(Path("/nowhere/keystore.p12"), "secret")), "a TLS acceptor"),
+], ids=["scale-down", "lock-manager", "off-with-redistribution", "extra", "setting", "rules", "guest", "tls"])
 def test_what_the_launcher_cannot_be_told_is_unsupported(tmp_path: Path, change: object, named: str) -> None:
     topology = change(Topology.single())  # type: ignore[operator]
     with pytest.raises(UnsupportedByTarget, match=named):
