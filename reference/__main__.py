@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import logging
 import signal
+import ssl
 import sys
 import time
 import uuid
@@ -19,10 +20,20 @@ from cck.codec import RoutingType as WireRoutingType
 from ._clock import monotonic_ms
 from ._logging import configure_logging
 from ._server import BrokerServer
+from ._tls import TlsConfigError
 from .broker import Authorizer, BrokerCore, BrokerSettings, JournalStorage, MirrorPoint, Queue, open_journal
 from .broker import Principal as BrokerPrincipal
 from .cluster import UdpGroups, cluster_role, scale_down, start_cluster
-from .config import BrokerConfig, ConfigError, Permission, Principal, SecurityModel, default_config, load_config
+from .config import (
+    Acceptor,
+    BrokerConfig,
+    ConfigError,
+    Permission,
+    Principal,
+    SecurityModel,
+    default_config,
+    load_config,
+)
 from .ha import BackupAnnouncer, Mirror, Replica, ReplicaEnd, Replication, SharedStoreActivation, SharedStoreLock
 from .journal import JournalError
 
@@ -394,6 +405,7 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: Broke
     acceptor = next((a for a in config.acceptors if a.protocols is None or "CORE" in a.protocols), None)
     host = args.host or (acceptor.host if acceptor else "127.0.0.1")
     port = args.port if args.port is not None else (acceptor.port if acceptor else 61616)
+    tls = _tls_context(config, acceptor)
     # Built before anything starts: a group that cannot work is a ConfigError.  The cluster
     # connections subscribe to ``udp_groups.discovery[name]``.
     udp_groups = UdpGroups(config, settings.node_id)
@@ -426,7 +438,7 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: Broke
                           hand_over=replication.accept if replication is not None else None,
                           inputs=replication.core_input if replication is not None else None,
                           hold_early=replication.holds_early if replication is not None else None,
-                          first_conn_id=first_conn_id)
+                          first_conn_id=first_conn_id, tls=tls)
     await server.start()
     await udp_groups.start()
     own_host = f"[{host}]" if ":" in host else host
@@ -450,6 +462,18 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig, settings: Broke
         storage.journal.sync()
         storage.journal.close()
     return 0
+
+
+def _tls_context(config: BrokerConfig, acceptor: Acceptor | None) -> ssl.SSLContext | None:
+    """The acceptor's TLS context (``sslEnabled``), its stores read again: the config read them once already, so an
+    error here means a store changed since; it is a ConfigError all the same."""
+    if acceptor is None or acceptor.tls is None:
+        return None
+    try:
+        return acceptor.tls.context()
+    except TlsConfigError as exc:
+        raise ConfigError(f"acceptor '{acceptor.name}': {exc.parameter}: {exc.reason}", file=config.source,
+                          element="acceptor", path=f"core/acceptors/acceptor[{acceptor.name}]") from None
 
 
 class _HandBack:

@@ -33,6 +33,13 @@ core is logged and closes only the connection whose bytes caused it.  A sync
 that fails (the journal then refuses further work) confirms nothing: the
 replies waiting for it are dropped and their connections closed.
 
+TLS (an acceptor with ``sslEnabled``): given an :class:`ssl.SSLContext`, the listener serves TLS only, each
+connection behind asyncio's TLS layer (``reference._tls.server_layers``: it also sends the alert of a failed
+handshake).  The handshake runs on the loop without blocking it (OpenSSL over memory buffers) and
+``connection_made`` comes only once it is complete, so the core never sees a connection that has not finished one:
+a plain TCP client (``ARTEMIS`` and frames) fails the handshake at its first bytes and is closed, and one that sends
+too little to fail it is closed after :data:`reference._tls.TLS_HANDSHAKE_TIMEOUT_S`.
+
 Every change to the core goes through one path (:func:`reference.broker.apply_input`), shown first to
 ``inputs`` when given: a replication that mirrors the core to a backup forwards them (``reference/ha``).  Such a
 replication's group commit also holds the early credit grants (``hold_early``): nothing reaches a client before
@@ -46,12 +53,14 @@ import contextlib
 import functools
 import itertools
 import logging
+import ssl
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
 from ._clock import monotonic_ms
+from ._tls import TLS_HANDSHAKE_TIMEOUT_S, server_layers
 from .broker import BrokerCore, CoreInput, InputKind, apply_input
 
 __all__ = ["BrokerServer", "GroupCommit", "HandOver", "StreamHandler", "SyncInProgress"]
@@ -139,8 +148,10 @@ class BrokerServer:
         inputs: Callable[[CoreInput], None] | None = None,
         hold_early: Callable[[], bool] | None = None,
         first_conn_id: int = 1,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.core = core
+        self.tls = tls  # the acceptor's TLS (None: plain TCP)
         self.host = host
         self.port = port
         self.group_commit = group_commit
@@ -177,9 +188,17 @@ class BrokerServer:
         self._loop = asyncio.get_running_loop()
         if self.group_commit is not None:
             self._fsync_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsync")
-        self._server = await self._loop.create_server(lambda: _Protocol(self), self.host, self.port, reuse_address=True)
+        self._server = await self._listen(self._loop)
         self._arm_timer()
-        LOG.info("listening", extra={"host": self.host, "port": self.bound_port})
+        LOG.info("listening", extra={"host": self.host, "port": self.bound_port, "tls": self.tls is not None})
+
+    async def _listen(self, loop: asyncio.AbstractEventLoop) -> asyncio.base_events.Server:
+        tls = self.tls
+        layers = None if tls is None else server_layers(loop, lambda: _Protocol(self), tls, TLS_HANDSHAKE_TIMEOUT_S)
+        if layers is not None:  # TLS, each connection behind a layer that sends a failed handshake's alert
+            return await loop.create_server(layers, self.host, self.port, reuse_address=True)
+        return await loop.create_server(lambda: _Protocol(self), self.host, self.port, reuse_address=True, ssl=tls,
+                                        ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if tls is not None else None)
 
     async def __aenter__(self) -> BrokerServer:
         """``async with BrokerServer(core, host, 0) as server:`` — started on entry, stopped gracefully on exit."""

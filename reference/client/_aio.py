@@ -15,6 +15,14 @@ Connecting, reconnecting, reattaching and recreating sessions, the retry schedul
 timer are the sans-IO machine's (``_failover.py``) and its cores'; this layer opens the sockets the machine
 asks for, feeds it bytes and the time (``reference._clock.monotonic_ms``), writes what it says, calls the
 listeners and arms one timer at ``next_deadline()``.
+
+TLS (``sslEnabled=true`` and the store parameters, :class:`ClientSettings`): the context is made once per
+connection, from the settings, and every socket it opens uses it -- the first, each reconnection, each failover to
+a backup.  Artemis gives each connector its own parameters, and a connector learnt from the topology carries the
+broker's; the kit keeps it simple: the URL's TLS settings apply to every connector of the locator.  A handshake
+that fails (the broker's certificate does not verify, the broker refuses the client's) is a failed attempt whose
+reason names the TLS error, so the caller gets :class:`ConnectFailed` ("TLS handshake with 127.0.0.1:61617 failed:
+certificate verify failed: ...") once the attempts are spent; the handshake is bounded by ``connect_timeout``.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from types import TracebackType
 from cck.codec import Packet
 
 from .._clock import monotonic_ms
+from .._tls import handshake_failure
 from ._aio_session import Consumer, Producer, Session, awaitable
 from ._balance import Balancer, make_policy
 from ._calls import Call
@@ -140,6 +149,7 @@ class Connection:
             locator.connectors, make_policy(settings.connection_load_balancing_policy_class_name),
             use_topology=settings.use_topology_for_load_balancing)
         self.machine = Failover(settings, self.balancer, refresh=self._refresh_discovered)
+        self._tls = settings.tls_context()  # before any attempt: a store that cannot be read is a ValueError
         self._loop = asyncio.get_running_loop()
         self._transport: asyncio.Transport | None = None
         self._transport_core: ClientConnectionCore | None = None
@@ -218,13 +228,21 @@ class Connection:
     async def _open(self, command: Connect) -> None:
         """Carry out a Connect: the TCP connection (its handshake is the machine's, once it is open)."""
         core, connector = command.core, command.connector
+        tls = self._tls
         try:
             await asyncio.wait_for(
-                self._loop.create_connection(lambda: _Protocol(self, core), connector.host, connector.port),
+                self._loop.create_connection(
+                    lambda: _Protocol(self, core), connector.host, connector.port, ssl=tls,
+                    server_hostname=connector.host if tls is not None else None,
+                    ssl_handshake_timeout=self.connect_timeout if tls is not None and self.connect_timeout > 0
+                    else None),
                 self.connect_timeout)
         except (OSError, TimeoutError) as exc:
-            self.machine.open_failed(core, f"cannot connect to {connector.host}:{connector.port}: "
-                                           f"{exc or 'timed out'}", monotonic_ms())
+            refused = handshake_failure(exc)
+            reason = (f"TLS handshake with {connector.host}:{connector.port} failed: {refused}" if refused is not None
+                      else f"cannot connect to {connector.host}:{connector.port}: "
+                           f"{str(exc) or f'timed out after {self.connect_timeout} s'}")
+            self.machine.open_failed(core, reason, monotonic_ms())
             self._pump()
 
     # ------------------------------------------------------------------ carrying out the machine's commands
@@ -292,8 +310,10 @@ class Connection:
         if core is not self._transport_core:
             return  # a socket already let go of
         self._transport = self._transport_core = None
-        self.machine.connection_lost(core, f"the TCP connection to {self.peer} closed" + (f": {exc}" if exc else ""),
-                                     monotonic_ms())
+        refused = None if exc is None else handshake_failure(exc)
+        reason = (f"the TLS connection to {self.peer} failed: {refused}" if refused is not None
+                  else f"the TCP connection to {self.peer} closed" + (f": {exc}" if exc else ""))
+        self.machine.connection_lost(core, reason, monotonic_ms())
         self._pump()
 
     async def _wait(self, call: Call) -> Packet:

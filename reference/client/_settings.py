@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+import ssl
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from cck.codec import CURRENT_VERSION, HORNETQ_PREAMBLE, PREAMBLE
 
+from .._tls import KeyStore, TlsConfigError, TrustStore, client_context, parse_protocols
 from ._balance import ROUND_ROBIN, check_policy_class_name
 
 __all__ = ["FIRST_ARTEMIS_PREAMBLE_VERSION", "PREAMBLES", "ClientSettings"]
@@ -65,6 +67,25 @@ class ClientSettings:
     # locator goes to, and whether it chooses among the topology's members once it has received a topology.
     connection_load_balancing_policy_class_name: str = ROUND_ROBIN
     use_topology_for_load_balancing: bool = True
+    # TLS: Artemis's Netty connector parameters, named and defaulted as TransportConstants (TC) has them; the
+    # stores' formats are reference._tls's (PKCS12 and PEM; a JKS-format file is refused).  In Artemis each
+    # connector carries its own; the kit's client uses these for every connector of the locator (see _aio.py).
+    ssl_enabled: bool = False  # TC DEFAULT_SSL_ENABLED
+    #: the authorities the broker's certificate must chain to; None: the system's (as a JVM's default trust store)
+    trust_store_path: str | None = None
+    trust_store_password: str | None = field(default=None, repr=False)
+    #: None: TC DEFAULT_TRUSTSTORE_TYPE, JKS (a PKCS#12 file is read under that name, as a JVM reads it)
+    trust_store_type: str | None = None
+    #: the client's own certificate, for an acceptor with needClientAuth
+    key_store_path: str | None = None
+    key_store_password: str | None = field(default=None, repr=False)
+    key_store_type: str | None = None
+    #: check nothing of the broker's certificate (TC DEFAULT_TRUST_ALL false; Artemis's testing switch)
+    trust_all: bool = False
+    #: the broker's certificate must name the host connected to (TC DEFAULT_CONNECTOR_VERIFY_HOST: true since 2.18.0)
+    verify_host: bool = True
+    #: ``TLSv1.2,TLSv1.3``: the versions offered (a range); None: ssl's defaults
+    enabled_protocols: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("call_timeout_ms", "topology_timeout_ms", "retry_interval_ms", "max_retry_interval_ms"):
@@ -85,6 +106,25 @@ class ClientSettings:
             check_policy_class_name(self.connection_load_balancing_policy_class_name)
         except ValueError as exc:
             raise ValueError(f"ClientSettings.connection_load_balancing_policy_class_name: {exc}") from None
+        try:
+            parse_protocols(self.enabled_protocols)
+        except TlsConfigError as exc:
+            raise ValueError(f"client parameter {exc}") from None
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The TLS context every connection of these settings uses (None without ``sslEnabled``); it reads the
+        stores now: a :class:`ValueError` naming the parameter and the file when one cannot be used."""
+        if not self.ssl_enabled:
+            return None
+        trust = None if self.trust_store_path is None else TrustStore(
+            self.trust_store_path, self.trust_store_password, self.trust_store_type)
+        key = None if self.key_store_path is None else KeyStore(
+            self.key_store_path, self.key_store_password, self.key_store_type)
+        try:
+            return client_context(trust, key, trust_all=self.trust_all, verify_host=self.verify_host,
+                                  protocols=parse_protocols(self.enabled_protocols))
+        except TlsConfigError as exc:
+            raise ValueError(f"client parameter {exc}") from None
 
     def preamble_bytes(self) -> bytes:
         """What to write before the first frame: the explicit ``preamble``, else ``HORNETQ`` for a version a

@@ -25,6 +25,7 @@ from ._errors import ConfigError, ConfigWarning
 from ._model import (
     FILE_LOCK_MANAGERS,
     Acceptor,
+    AcceptorTls,
     AddressConfig,
     AddressFullPolicy,
     AddressSettings,
@@ -65,6 +66,7 @@ __all__ = [
     # the model
     "BrokerConfig",
     "Acceptor",
+    "AcceptorTls",
     "Connector",
     "SecuritySetting",
     "Role",

@@ -19,16 +19,19 @@ and the comment says so.
 from __future__ import annotations
 
 import enum
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 
+from .._tls import KeyStore, TrustStore, parse_protocols, server_context
 from ._errors import ConfigWarning
 from ._wildcard import matches_in_order
 
 __all__ = [
     "Acceptor",
+    "AcceptorTls",
     "AddressConfig",
     "AddressFullPolicy",
     "AddressSettings",
@@ -104,6 +107,32 @@ class Permission(enum.Enum):
 
 
 @dataclass(frozen=True)
+class AcceptorTls:
+    """An acceptor's TLS: ``sslEnabled=true`` and the parameters Artemis's Netty acceptor reads with it (TC names:
+    ``keyStorePath``, ``keyStorePassword``, ``keyStoreType``, ``trustStorePath``, ..., ``needClientAuth``,
+    ``wantClientAuth``, ``enabledProtocols``).  Store paths are as resolved when read (see ``reference._tls`` for
+    the store types)."""
+
+    key_store_path: str
+    key_store_password: str | None = field(default=None, repr=False)  # TC DEFAULT_KEYSTORE_PASSWORD (null)
+    key_store_type: str | None = None  # None: TC DEFAULT_KEYSTORE_TYPE, "JKS" (a PKCS#12 file is read as one)
+    trust_store_path: str | None = None  # TC DEFAULT_TRUSTSTORE_PATH (null): the system's authorities
+    trust_store_password: str | None = field(default=None, repr=False)
+    trust_store_type: str | None = None  # None: TC DEFAULT_TRUSTSTORE_TYPE, "JKS"
+    need_client_auth: bool = False  # TC DEFAULT_NEED_CLIENT_AUTH
+    want_client_auth: bool = False  # TC DEFAULT_WANT_CLIENT_AUTH
+    enabled_protocols: str | None = None  # TC DEFAULT_ENABLED_PROTOCOLS (null): the defaults
+
+    def context(self) -> ssl.SSLContext:
+        """The server-side context; reads the stores (``reference._tls.TlsConfigError`` naming the parameter)."""
+        trust = None if self.trust_store_path is None else TrustStore(
+            self.trust_store_path, self.trust_store_password, self.trust_store_type)
+        return server_context(KeyStore(self.key_store_path, self.key_store_password, self.key_store_type), trust,
+                              need_client_auth=self.need_client_auth, want_client_auth=self.want_client_auth,
+                              protocols=parse_protocols(self.enabled_protocols))
+
+
+@dataclass(frozen=True)
 class Acceptor:
     """``<acceptor name="...">tcp://host:port?key=value;...</acceptor>``."""
 
@@ -116,6 +145,8 @@ class Acceptor:
     params: Mapping[str, str] = field(default_factory=_empty)
     # the ``protocols`` parameter split on ','; ``None``: absent, i.e. every protocol the broker has
     protocols: tuple[str, ...] | None = None
+    # ``sslEnabled=true`` (TC DEFAULT_SSL_ENABLED false): the acceptor serves TLS only
+    tls: AcceptorTls | None = None
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,13 @@ from typing import Any
 
 from lxml import etree
 
+from .._tls import TlsConfigError
 from ._errors import ConfigError, ConfigWarning
 from ._login import load_login_config
 from ._model import (
     FILE_LOCK_MANAGERS,
     Acceptor,
+    AcceptorTls,
     AddressConfig,
     AddressFullPolicy,
     AddressSettings,
@@ -54,12 +56,44 @@ _BUFFER_TIMEOUT_NIO = 3333333
 SUPPORTED_PROTOCOLS = frozenset({"CORE"})
 # acceptor/connector URI parameters the reference broker reads; others are reported per acceptor
 _KNOWN_PARAMS = frozenset({"host", "port", "protocols", "name"})
+# an acceptor's TLS parameters it reads (TransportConstants names)
+_TLS_PARAMS = frozenset({
+    "sslEnabled", "keyStorePath", "keyStorePassword", "keyStoreType", "trustStorePath", "trustStorePassword",
+    "trustStoreType", "needClientAuth", "wantClientAuth", "enabledProtocols",
+})
+# TLS parameters of Artemis's acceptor the reference broker does not implement, with what it does instead
+_TLS_UNSUPPORTED = {
+    "enabledCipherSuites": "OpenSSL's default cipher suites are enabled (Java's suite names have no simple mapping "
+                           "to OpenSSL's)",
+    "keyStoreProvider": "the stores are read by the reference broker itself (PKCS12, PEM)",
+    "trustStoreProvider": "the stores are read by the reference broker itself (PKCS12, PEM)",
+    "keyStoreAlias": "the key store's one private key is used",
+    "crlPath": "client certificates are not checked for revocation",
+    "verifyHost": "a client certificate is not matched against the client's host",
+    "sslProvider": "Python's ssl module (OpenSSL) is the provider",
+    "sniHost": "the server name a client sends is not checked",
+    "sslAutoReload": "the stores are read once, at start",
+    "trustManagerFactoryPlugin": "the trust store (or the system's authorities) decides",
+    "sslContext": "each acceptor has its own context",
+    "forceSSLParameters": "a connector's parameter",
+}
+_ACCEPTOR_PARAMS = _KNOWN_PARAMS | _TLS_PARAMS | frozenset(_TLS_UNSUPPORTED)
 
 # <permission type=...>: Artemis names, with the two legacy aliases it still accepts
 _PERMISSIONS: dict[str, Permission] = {p.value: p for p in Permission}
 _PERMISSIONS["createTempQueue"] = Permission.CREATE_NON_DURABLE_QUEUE
 _PERMISSIONS["deleteTempQueue"] = Permission.DELETE_NON_DURABLE_QUEUE
 _UNSUPPORTED_PERMISSIONS = frozenset({"view", "edit"})  # management RBAC (management-message-rbac)
+
+
+def _flag(node: Node, name: str, params: Mapping[str, str], key: str, default: bool = False) -> bool:
+    """A boolean URI parameter; Artemis takes anything but ``true`` as false, the reference broker refuses it."""
+    text = params.get(key)
+    if text is None:
+        return default
+    if text.strip().lower() not in ("true", "false"):
+        raise node.error(f"acceptor '{name}': {key} must be true or false", text)
+    return text.strip().lower() == "true"
 
 
 # --------------------------------------------------------------------------- entry points
@@ -245,7 +279,9 @@ class _Parser:
 
     # ------------------------------------------------------------------ transports
 
-    def _transport(self, node: Node) -> tuple[str, str, str, int, dict[str, str]]:
+    def _transport(
+        self, node: Node, known: frozenset[str] = _KNOWN_PARAMS
+    ) -> tuple[str, str, str, int, dict[str, str]]:
         uri = node.text()
         try:
             parsed = parse_transport_uri(uri)
@@ -255,7 +291,7 @@ class _Parser:
             node.warn(f"'{node.name}' lists extra transports after '#' ({parsed.fragment}); only the first is used")
         if parsed.scheme == "vm":
             node.warn(f"in-VM transport '{uri}' is not supported by the reference broker (it has no JVM): ignored")
-        unknown = sorted(set(parsed.params) - _KNOWN_PARAMS)
+        unknown = sorted(set(parsed.params) - known)
         if unknown:
             node.warn(f"URI parameters ignored by the reference broker: {', '.join(unknown)}")
         return uri, parsed.scheme, parsed.host, parsed.port, parsed.params
@@ -267,7 +303,8 @@ class _Parser:
         out = []
         for node in section.children("acceptor"):
             name = node.attr("name") or ""
-            uri, scheme, host, port, params = self._transport(node)
+            uri, scheme, host, port, params = self._transport(node, _ACCEPTOR_PARAMS)
+            tls = self._acceptor_tls(node, name, params)
             protocols: tuple[str, ...] | None = None
             if "protocols" in params:
                 protocols = tuple(p.strip().upper() for p in params["protocols"].split(",") if p.strip())
@@ -278,10 +315,58 @@ class _Parser:
                         "speaks CORE only)" + ("" if "CORE" in protocols else "; this acceptor serves nothing"),
                         "protocols",
                     )
-            out.append(Acceptor(name, uri, scheme, host, port, MappingProxyType(params), protocols))
+            out.append(Acceptor(name, uri, scheme, host, port, MappingProxyType(params), protocols, tls))
             node.finish()
         section.finish()
         return tuple(out)
+
+    def _acceptor_tls(self, node: Node, name: str, params: dict[str, str]) -> AcceptorTls | None:
+        """``sslEnabled=true``: the TLS settings, with the stores read now, so that a missing or unreadable store or
+        a wrong password stops the broker at start (naming the acceptor and the parameter), not at a handshake."""
+        tls_params = sorted(k for k in params if k in _TLS_PARAMS or k in _TLS_UNSUPPORTED)
+        if not _flag(node, name, params, "sslEnabled"):
+            others = [k for k in tls_params if k != "sslEnabled"]
+            if others:
+                node.warn(f"acceptor '{name}': TLS parameters without sslEnabled=true are not used (as in Artemis): "
+                          f"{', '.join(others)}")
+            return None
+        for key in tls_params:
+            # a switch left at false asks for nothing the broker lacks (verifyHost=false, sslAutoReload=false)
+            if key in _TLS_UNSUPPORTED and params[key].strip().lower() != "false":
+                node.warn(f"acceptor '{name}': {key} is not supported by the reference broker: ignored; "
+                          f"{_TLS_UNSUPPORTED[key]}", key)
+        if not params.get("keyStorePath"):
+            # NettyAcceptor.checkSSLConfiguration refuses the same
+            raise node.error(f"acceptor '{name}': keyStorePath: sslEnabled=true needs a key store (keyStorePath)")
+        trust = params.get("trustStorePath") or None
+        tls = AcceptorTls(
+            key_store_path=self._store_path(params["keyStorePath"]),
+            key_store_password=params.get("keyStorePassword"),
+            key_store_type=params.get("keyStoreType") or None,
+            trust_store_path=None if trust is None else self._store_path(trust),
+            trust_store_password=params.get("trustStorePassword"),
+            trust_store_type=params.get("trustStoreType") or None,
+            need_client_auth=_flag(node, name, params, "needClientAuth"),
+            want_client_auth=_flag(node, name, params, "wantClientAuth"),
+            enabled_protocols=params.get("enabledProtocols") or None,
+        )
+        if trust is not None and not (tls.need_client_auth or tls.want_client_auth):
+            node.warn(f"acceptor '{name}': trustStorePath is not used without needClientAuth or wantClientAuth "
+                      "(no client certificate is asked for)", "trustStorePath")
+        try:
+            tls.context()
+        except TlsConfigError as exc:
+            raise node.error(f"acceptor '{name}': {exc.parameter}: {exc.reason}") from None
+        return tls
+
+    def _store_path(self, text: str) -> str:
+        """A relative store path as Artemis finds it: in the working directory (Java's ``File``), else on the
+        broker's class path, whose first entry is the instance's ``etc/``, i.e. beside broker.xml."""
+        path = Path(text)
+        if text.startswith("file:") or path.is_absolute() or path.exists() or self.ctx.file == "<string>":
+            return text
+        beside = Path(self.ctx.file).parent / path
+        return str(beside) if beside.exists() else text
 
     def _connectors(self, core: Node) -> tuple[Connector, ...]:
         section = core.child("connectors")
