@@ -433,7 +433,8 @@ def test_need_client_auth(tls: Material) -> None:
 
 def test_a_broker_that_never_answers_the_handshake_fails_the_connect_within_its_timeout(tls: Material) -> None:
     async def scenario() -> None:
-        silent = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)  # accepts, never answers
+        held: list[asyncio.StreamWriter] = []  # kept: a writer collected closes its connection (Python 3.13)
+        silent = await asyncio.start_server(lambda r, w: held.append(w), "127.0.0.1", 0)  # accepts, never answers
         port = silent.sockets[0].getsockname()[1]
         started = time.monotonic()
         with pytest.raises(ConnectFailed, match=r"cannot connect to 127\.0\.0\.1:\d+: timed out after 0\.5 s"):
