@@ -25,16 +25,26 @@ from cck.reference.client import ClientSettings, Connection, Session, connect
 from ._kit import RESTARTING, client_settings
 
 __all__ = [
-    "ADMIN", "CLUSTER", "CLUSTERED", "FQQN_ADDRESS", "FQQN_QUEUES", "FQQN_USER", "GUEST_ROLE", "MATCHER",
-    "PERMISSIONS", "PREFIX", "RULES", "SECURED", "USERS", "SETUP_CHANNEL", "WITH_GUEST", "MakeTarget", "Rogue", "Wire",
+    "ADMIN", "ANSWERS", "ATTRIBUTE_KEY", "CLUSTER", "CLUSTERED", "FQQN_ADDRESS", "FQQN_QUEUES", "FQQN_USER",
+    "GUEST_ROLE", "MANAGEMENT_ADDRESS", "MATCHER", "PERMISSIONS", "PREFIX", "REPLY_TO_KEY", "RESOURCE_KEY", "RULES",
+    "SECURED", "SETUP_CHANNEL", "SUCCEEDED_KEY", "USERS", "WITH_GUEST", "MakeTarget", "Rogue", "Wire",
     "admin_session", "all_but", "only", "secured", "settings_for",
 ]  # fmt: skip
 
 MakeTarget = Callable[[Topology], Target]
 PREFIX = "cck.sec"
-#: what the authorisation cases exercise (deleteAddress and manage have no core packet of their own)
+#: what the authorisation cases exercise (deleteAddress has no core packet of its own; manage is a send to the
+#: management address)
 PERMISSIONS = ("send", "consume", "browse", "createAddress", "createDurableQueue", "deleteDurableQueue",
-               "createNonDurableQueue", "deleteNonDurableQueue")
+               "createNonDurableQueue", "deleteNonDurableQueue", "manage")
+#: the management message API (Artemis user manual, Management): the address, the request's and answer's properties
+MANAGEMENT_ADDRESS = "activemq.management"
+RESOURCE_KEY = "_AMQ_ResourceName"
+ATTRIBUTE_KEY = "_AMQ_Attribute"
+SUCCEEDED_KEY = "_AMQ_OperationSucceeded"
+REPLY_TO_KEY = "JMSReplyTo"
+#: the addresses management answers are sent to
+ANSWERS = f"{PREFIX}.answers"
 ADMIN = User("cck-admin", "admin-secret", ("admin",))
 MATCHER = User("matcher", "matcher-secret", ("wide",))
 FQQN_USER = User("fqqn", "fqqn-secret", ("fqqn-role",))
@@ -65,6 +75,12 @@ def _block(match: str, grants: dict[str, tuple[str, ...]]) -> tuple[SecurityRule
 RULES = (
     *_block("#", {}),
     *_block(f"{PREFIX}.authz.#", {p: (f"can-{p}",) for p in PERMISSIONS}),
+    # the management address: manage for the role granted it only, every other permission for every case role
+    # (so a refused request is refused for want of manage alone)
+    *_block(MANAGEMENT_ADDRESS, {p: (("can-manage",) if p == "manage" else tuple(f"can-{q}" for q in PERMISSIONS))
+                                 for p in ALL_PERMISSIONS}),
+    # where management answers go: the answer is sent as the requesting user, who needs send there
+    *_block(f"{ANSWERS}.#", {"send": tuple(f"can-{q}" for q in PERMISSIONS)}),
     # the match cases: send under match.#, not under match.narrow.# (consume only) but again on one exact
     # address there, and not on a single word under match.star
     *_block(f"{PREFIX}.match.#", {"send": ("wide",)}),

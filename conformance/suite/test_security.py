@@ -19,19 +19,23 @@ configure (a bare URL) cannot be given users, so the cases are UNSUPPORTED there
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from cck.codec import (
     ADDRESSING_CHANGE_VERSION,
     ActiveMQExceptionMessage,
+    CoreMessage,
     CreateQueueMessage,
     CreateQueueMessage_V2,
     CreateSessionMessage,
     ExceptionType,
     Packet,
+    PropertyType,
     RoutingType,
     SessionQueueQueryMessage,
+    TypedProperties,
 )
 from cck.conformance.cases import Case, cases
 from cck.conformance.evidence import CaseEvidence
@@ -43,14 +47,20 @@ from cck.reference.client import BrokerRefused, ClientSettings, Connection, Sess
 from ._kit import QUIET_S, RECEIVE_S, message, observed, run, unique
 from ._security_kit import (
     ADMIN,
+    ANSWERS,
+    ATTRIBUTE_KEY,
     FQQN_ADDRESS,
     FQQN_QUEUES,
     FQQN_USER,
     GUEST_ROLE,
+    MANAGEMENT_ADDRESS,
     MATCHER,
     PERMISSIONS,
     PREFIX,
+    REPLY_TO_KEY,
+    RESOURCE_KEY,
     SETUP_CHANNEL,
+    SUCCEEDED_KEY,
     WITH_GUEST,
     MakeTarget,
     Wire,
@@ -347,6 +357,51 @@ async def _one_message(admin: Session, names: Names) -> None:
     await _queue(admin, names, messages=1)
 
 
+def _reply_queue(names: Names) -> str:
+    """Where the management answer goes: under the rules' answers block, which lets every case role send there."""
+    return f"{ANSWERS}.{names.queue.removeprefix(PREFIX + '.')}"
+
+
+async def _managed_queue(admin: Session, names: Names) -> None:
+    """A queue holding one message, whose count the user asks for, and the queue the answer is to go to."""
+    await _queue(admin, names, messages=1)
+    await _queue(admin, Names(_reply_queue(names), _reply_queue(names)))
+
+
+async def _manage(user: Session, names: Names, seconds: float) -> None:
+    # the management message API: read the queue's messageCount, the answer to go to the reply queue (a durable
+    # send, so the broker answers it and a refusal reaches the client)
+    request = CoreMessage(durable=True, properties=TypedProperties.typed(
+        (RESOURCE_KEY, PropertyType.STRING, f"queue.{names.queue}"),
+        (ATTRIBUTE_KEY, PropertyType.STRING, "messageCount"),
+        (REPLY_TO_KEY, PropertyType.STRING, _reply_queue(names))))
+    await user.create_producer(MANAGEMENT_ADDRESS).send(request)
+
+
+async def _managed(admin: Session, names: Names, allowed: bool) -> list[str]:
+    """Allowed: one answer on the reply queue, succeeded, saying the queue holds one message; refused: no answer
+    (and the queue keeps its message either way)."""
+    reply = _reply_queue(names)
+    problems = await _count_is(admin, names, allowed, if_allowed=1, if_refused=1)
+    answers = (await admin.queue_query(reply)).message_count
+    if not allowed:
+        return problems + ([f"{answers} management answer(s) on {reply} to a refused request"] if answers else [])
+    if answers != 1:
+        return [*problems, f"{answers} management answer(s) on {reply}, expected 1"]
+    consumer = await admin.create_consumer(reply)
+    admin.start()
+    delivery = await consumer.receive(RECEIVE_S)
+    if delivery is None:
+        return [*problems, f"the management answer on {reply} was not delivered to the administrator"]
+    await consumer.acknowledge(delivery)
+    answer = delivery.message
+    if answer.properties.get(SUCCEEDED_KEY) is not True:
+        problems.append(f"the answer says {SUCCEEDED_KEY}={answer.properties.get(SUCCEEDED_KEY)!r}: {answer.text!r}")
+    elif answer.text is None or json.loads(answer.text) != [1]:
+        problems.append(f"the answer's body is {answer.text!r}, expected [1] (the queue's one message)")
+    return problems
+
+
 OPERATIONS: dict[str, Operation] = {
     "send": Operation("a durable send to an existing anycast queue", _durable_queue, _send, _sent),
     "consume": Operation("a consumer on a queue holding one message", _one_message, _consume, _consumed),
@@ -360,6 +415,8 @@ OPERATIONS: dict[str, Operation] = {
     "deleteDurableQueue": Operation("DELETE_QUEUE of a durable queue", _durable_queue, _delete_queue, _queue_gone),
     "deleteNonDurableQueue": Operation("DELETE_QUEUE of a non-durable queue", _non_durable_queue, _delete_queue,
                                        _queue_gone),
+    "manage": Operation(f"a management request (a durable send to {MANAGEMENT_ADDRESS} reading a queue's "
+                        "messageCount, the answer to a reply queue)", _managed_queue, _manage, _managed),
 }
 AUTHORIZATION = tuple(
     Case(f"security.authz.{n}", "security.authorization",

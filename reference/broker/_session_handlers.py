@@ -25,6 +25,7 @@ from typing import Any
 
 from cck.codec import (
     ActiveMQExceptionMessage,
+    CoreMessage,
     CreateProducerMessage,
     ExceptionType,
     Packet,
@@ -54,12 +55,13 @@ from cck.codec import (
 )
 
 from ._authorization import Authorization, CheckType
-from ._cluster import MANAGEMENT_ADDRESS, ROUTE_TO_KEY
+from ._cluster import MANAGEMENT_ADDRESS, OPERATION_KEY, QUEUE_INFO_OPERATION, ROUTE_TO_KEY
 from ._cluster_hooks import ClusterHooks
 from ._connection import Connection
 from ._duplicates import DuplicateIds, duplicate_id_of
 from ._engine import DeliveryEngine, check_filter
 from ._errors import BrokerError
+from ._management import answer_request
 from ._model import MessageRef, PostOffice, split_fqqn
 from ._outbox import Outbox
 from ._queue_handlers import QueueHandlers
@@ -166,6 +168,29 @@ class SessionHandlers:
 
     # ------------------------------------------------------------------ producers
 
+    def _manage(self, session: Session, request: CoreMessage, transacted: bool) -> None:
+        """A management request (already checked for manage): answered, not routed; the answer goes to its
+        reply-to address, within the session's transaction when it has one (as Artemis sends it)."""
+        if self._cluster is not None and request.properties.get(OPERATION_KEY) == QUEUE_INFO_OPERATION:
+            self._cluster.management(session, request)
+            return
+        answer = answer_request(request, self._post_office.queues, self._post_office.next_id())
+        if answer.address is None:
+            return
+        # the answer is the user's send: Artemis checks it like one (and refuses the request when it may not)
+        self._check_send(session, CheckType.SEND, answer.address, transacted)
+        if answer.address not in self._post_office.addresses:
+            # Artemis would auto-create it where allowed; the reference answers only to an address that exists
+            LOG.warning("management answer for an address that does not exist; dropped",
+                        extra={"address": answer.address, "session": session.name})
+            return
+        message = dataclasses.replace(answer.message, address=answer.address)
+        if transacted:
+            session.tx.check_open()
+            session.tx.sends.append((message, answer.address))
+        else:
+            self._engine.route(message, answer.address, None)
+
     def _send(self, session: Session, packet: SessionSendMessage) -> Packet | None:
         message = packet.message
         address = message.address or session.default_address
@@ -176,12 +201,11 @@ class SessionHandlers:
         # a management request needs manage (and not send); a refused send dooms the session's transaction
         self._check_send(session, CheckType.MANAGE if address == MANAGEMENT_ADDRESS else CheckType.SEND, address,
                          transacted)
-        if self._cluster is not None:
-            if address == MANAGEMENT_ADDRESS:
-                self._cluster.management(session, message)
-                return reply
-            if self._cluster.duplicate(message):  # a bridge resent what it had delivered before a failure
-                return reply
+        if address == MANAGEMENT_ADDRESS:
+            self._manage(session, message, transacted)
+            return reply
+        if self._cluster is not None and self._cluster.duplicate(message):
+            return reply  # a bridge resent what it had delivered before a failure
         message = dataclasses.replace(message, message_id=self._post_office.next_id(), address=address)
         if ROUTE_TO_KEY not in message.properties:  # a bridged message names its queues by ID
             self._engine.ensure_address(address, message, lambda name, queue: self._authorization.auto_create(

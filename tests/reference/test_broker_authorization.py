@@ -49,6 +49,10 @@ ALL = frozenset(CheckType)
 PASSWORD = "pw"
 ADMIN = "admin"
 MANAGEMENT = "activemq.management"
+#: read queue a.q's messageCount, the answer to address r
+MANAGEMENT_REQUEST = TypedProperties.typed(("_AMQ_ResourceName", PropertyType.STRING, "queue.a.q"),
+                                           ("_AMQ_Attribute", PropertyType.STRING, "messageCount"),
+                                           ("JMSReplyTo", PropertyType.STRING, "r"))
 ANYCAST_HINT = TypedProperties.typed(("_AMQ_ROUTING_TYPE", PropertyType.BYTE, int(RoutingType.ANYCAST)))
 
 
@@ -134,11 +138,11 @@ OPERATIONS: dict[str, Operation] = {
         [], SessionSendMessage(CoreMessage(b"x", address="topic"), True, -2, 0),
         {CheckType.SEND: ("topic", None), CheckType.CREATE_ADDRESS: ("topic", None)},
         lambda core: "topic" in core.post_office.addresses),
-    "send to the management address": Operation(
-        [CreateAddressMessage(MANAGEMENT, (RoutingType.MULTICAST,)),
-         CreateQueueMessage_V2(MANAGEMENT, "mgmt.q", routing_type=RoutingType.MULTICAST)],
-        SessionSendMessage(CoreMessage(b"x", address=MANAGEMENT), True, -2, 0),
-        {CheckType.MANAGE: (MANAGEMENT, None)}, lambda core: _messages(core, "mgmt.q") == 1),
+    "a management request, answered to a reply queue": Operation(
+        [*_anycast_queue("a", "a.q"), *_anycast_queue("r", "r")],
+        SessionSendMessage(CoreMessage(b"", address=MANAGEMENT, properties=MANAGEMENT_REQUEST), True, -2, 0),
+        # manage first; the answer is the user's send to the reply queue, checked like one
+        {CheckType.MANAGE: (MANAGEMENT, None), CheckType.SEND: ("r", None)}, lambda core: _messages(core, "r") == 1),
     "consumer": Operation(
         _anycast_queue("a", "a.q"), SessionCreateConsumerMessage(0, "a.q"),
         {CheckType.CONSUME: ("a", "a.q")}, lambda core: bool(core.post_office.queues["a.q"].consumers),
