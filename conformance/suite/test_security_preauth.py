@@ -34,6 +34,7 @@ from cck.codec import (
     ClusterConnectReplyMessage,
     ClusterTopologyChangeMessage_V2,
     ClusterTopologyChangeMessage_V4,
+    CreateSessionMessage,
     FederationAddressPolicy,
     FederationDownstreamConnectMessage,
     NodeAnnounceMessage,
@@ -51,7 +52,19 @@ from cck.conformance.targets import CONFIG, Target
 from cck.conformance.verdicts import CheckFailed
 
 from ._kit import run, unique
-from ._security_kit import CLUSTER, CLUSTERED, PREFIX, MakeTarget, Rogue, Wire, admin_session, secured, settings_for
+from ._security_kit import (
+    ADMIN,
+    CLUSTER,
+    CLUSTERED,
+    PREFIX,
+    SETUP_CHANNEL,
+    MakeTarget,
+    Rogue,
+    Wire,
+    admin_session,
+    secured,
+    settings_for,
+)
 
 #: how long each case watches for an effect (the rogue broker dialled, a topology change)
 OBSERVE_S = 5.0
@@ -61,6 +74,8 @@ ANSWER_S = 15.0
 PING_CHANNEL = 0
 CLUSTER_CHANNEL = 3
 FEDERATION_CHANNEL = 4
+#: the channel of the session a case opens before it attacks
+SESSION_CHANNEL = 10
 #: the cluster credentials Artemis ships in broker.xml (the kit's brokers are not given them)
 DEFAULT_CLUSTER_USER = "ACTIVEMQ.CLUSTER.ADMIN.USER"
 DEFAULT_CLUSTER_PASSWORD = "CHANGE ME!!"  # noqa: S105  (Artemis's documented default, sent to be refused)
@@ -143,6 +158,30 @@ PRE_AUTHENTICATION = tuple(
 )
 
 
+def _client_credentials(attack: Attack) -> list[tuple[Packet, int]]:
+    return [(ClusterConnectMessage(ADMIN.name, ADMIN.password), CLUSTER_CHANNEL), (_announce(attack), CLUSTER_CHANNEL)]
+
+
+ATTACKS["client-credentials"] = ("", _client_credentials)
+ATTACKS["session-cluster-user"] = ("", _node_announce)
+#: the attacks that open a session first (CREATESESSION on channel 1, its answer awaited), with these credentials
+SESSION_FIRST = {"session-cluster-user": (CLUSTER.user, CLUSTER.password)}
+NOT_MEMBERS = (
+    Case("security.cluster.4", "security.cluster-credentials",
+         "a connection sends CLUSTER_CONNECT on channel 3 with the user name and password of a client user who holds "
+         "every permission (not the cluster user), then NODE_ANNOUNCE of a live node whose connector is the rogue "
+         "broker", "CLUSTER_CONNECT_REPLY says not authorized and the announcement has no effect: the rogue broker is "
+         "never dialled, a topology subscriber hears of no new node",
+         params={"attack": "client-credentials"}, needs=(CONFIG,)),
+    Case("security.cluster.5", "security.cluster-credentials",
+         "a connection opens a session with the cluster user and password as a client does (CREATESESSION, its "
+         "answer awaited), then sends NODE_ANNOUNCE on channel 3 without CLUSTER_CONNECT",
+         "the announcement has no effect (a client session, whatever its user, is no cluster connection): the rogue "
+         "broker is never dialled, a topology subscriber hears of no new node",
+         params={"attack": "session-cluster-user"}, needs=(CONFIG,)),
+)
+
+
 CONTROL = (
     Case("security.cluster.1", "security.cluster-credentials",
          "a connection sends CLUSTER_CONNECT on channel 3 with the node's own cluster user and password, then "
@@ -159,7 +198,7 @@ def _topology_news(frames: list[tuple[int, Packet]], after: int) -> list[Packet]
     return [p for c, p in frames[after:] if c == PING_CHANNEL and hasattr(p, "node_id") and hasattr(p, "exit")]
 
 
-@cases(*PRE_AUTHENTICATION, *CONTROL)
+@cases(*PRE_AUTHENTICATION, *CONTROL, *NOT_MEMBERS)
 def test_server_packets_before_authentication(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
                                               evidence: CaseEvidence) -> None:
     _, packets_of = ATTACKS[case.params["attack"]]
@@ -182,6 +221,13 @@ def test_server_packets_before_authentication(case: Case, cck_make_target: MakeT
                 await admin.create_address(attack.address, (RoutingType.MULTICAST,))
                 await admin.create_queue(attack.address, attack.address, routing_type=RoutingType.MULTICAST)
             async with Wire(target.nodes[0].url, settings) as attacker:
+                login = SESSION_FIRST.get(case.params["attack"])
+                if login is not None:
+                    await attacker.write([(CreateSessionMessage(unique("cck-member"), SESSION_CHANNEL,
+                                                                settings.version, *login), SETUP_CHANNEL)])
+                    _, answer = await attacker.until(lambda c, _: c == SETUP_CHANNEL,
+                                                     cck_settings.deadline(ANSWER_S), "CREATESESSION's answer")
+                    evidence.note("session_answer", repr(answer))
                 await attacker.write(packets_of(attack))
                 dialled = await rogue.dialled_within(cck_settings.deadline(OBSERVE_S))
                 if case.params["attack"] == "cluster-credentials":  # the dial may come before the news
