@@ -14,6 +14,8 @@ import time
 import uuid
 from pathlib import Path
 
+from cryptography import x509
+
 from cck.codec import PREAMBLE, Ping, ReplicaBegin, encode_packet
 from cck.codec import RoutingType as WireRoutingType
 
@@ -21,7 +23,16 @@ from ._clock import monotonic_ms
 from ._logging import configure_logging
 from ._server import BrokerServer
 from ._tls import TlsConfigError
-from .broker import Authorizer, BrokerCore, BrokerSettings, JournalStorage, MirrorPoint, Queue, open_journal
+from .broker import (
+    Authorizer,
+    BrokerCore,
+    BrokerSettings,
+    CertificateAuthenticator,
+    JournalStorage,
+    MirrorPoint,
+    Queue,
+    open_journal,
+)
 from .broker import Principal as BrokerPrincipal
 from .cluster import UdpGroups, cluster_role, scale_down, start_cluster
 from .config import (
@@ -513,6 +524,7 @@ def broker_settings(config: BrokerConfig, node_id: str) -> BrokerSettings:
     return BrokerSettings(
         node_id=node_id,
         authenticator=security.authenticate if config.security_enabled else None,
+        certificate_authenticator=_certificate_authenticator(security),
         authorizer=_authorizer(security) if config.security_enabled else None,
         allow_anonymous=not config.security_enabled,
         auto_create_queues=everything.auto_create_queues,
@@ -525,6 +537,18 @@ def broker_settings(config: BrokerConfig, node_id: str) -> BrokerSettings:
         id_cache_size=config.id_cache_size,
         persist_id_cache=config.persist_id_cache,
     )
+
+
+def _certificate_authenticator(security: SecurityModel) -> CertificateAuthenticator | None:
+    """Logins of connections that presented a client certificate, when bootstrap.xml names a certificate domain
+    (the certificate is handed to the security model, which reads its subject)."""
+    if not security.enabled or security.login is None or security.login.certificate_domain is None:
+        return None
+
+    def authenticate(user: str | None, password: str | None, certificate: bytes) -> BrokerPrincipal | None:
+        return security.authenticate(user, password, x509.load_der_x509_certificate(certificate))
+
+    return authenticate
 
 
 def _authorizer(security: SecurityModel) -> Authorizer:

@@ -117,7 +117,9 @@ class _Protocol(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         peer = transport.get_extra_info("peername")
-        self.conn_id = self.server.register(self, str(peer))
+        tls = transport.get_extra_info("ssl_object")
+        certificate = tls.getpeercert(binary_form=True) if isinstance(tls, ssl.SSLObject | ssl.SSLSocket) else None
+        self.conn_id = self.server.register(self, str(peer), certificate)
 
     def data_received(self, data: bytes) -> None:
         if self.handler is not None:
@@ -239,7 +241,7 @@ class BrokerServer:
 
     # ---------------------------------------------------------------- protocol callbacks
 
-    def register(self, protocol: _Protocol, peer: str) -> int:
+    def register(self, protocol: _Protocol, peer: str, certificate: bytes | None = None) -> int:
         """The connection's ID; 0 (closed at once, never seen by the core) once the server is closing: the
         listener may have accepted it just before it closed, and its ``connection_made`` comes a loop turn later."""
         if self._closing:
@@ -248,7 +250,8 @@ class BrokerServer:
             return 0
         conn_id = next(self._ids)
         self._protocols[conn_id] = protocol
-        self._feed(CoreInput(InputKind.MADE, self.clock(), conn_id, peer.encode("utf-8")))
+        made = peer.encode("utf-8") + (b"\0" + certificate if certificate else b"")
+        self._feed(CoreInput(InputKind.MADE, self.clock(), conn_id, made))
         return conn_id
 
     def _feed(self, event: CoreInput) -> None:

@@ -23,6 +23,9 @@ Errors are :class:`TlsConfigError`, naming the parameter at fault and the file.
 
 The broker's listener puts each connection behind :func:`server_layers` (asyncio's TLS layer, which sends the alert
 of a failed handshake); the client names a failed handshake with :func:`handshake_failure`.
+
+A client certificate's subject is named by :func:`subject_dn` as Artemis's certificate login names it (the string
+a ``TextFileCertificateLoginModule`` users file is compared with).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ __all__ = [
     "parse_protocols",
     "server_context",
     "server_layers",
+    "subject_dn",
 ]
 
 #: How long a TLS handshake may take before the connection is dropped: Artemis's ``handshake-timeout`` default
@@ -356,3 +360,69 @@ def handshake_failure(exc: BaseException) -> str | None:
     if isinstance(exc, ssl.SSLError):
         return _ssl_reason(exc)
     return None
+
+
+# --------------------------------------------------------------------------- certificate subjects
+
+#: attribute OIDs -> the keywords Java's ``X500Name.toString`` prints (any other: ``OID.<dotted>``)
+_DN_KEYWORDS = {
+    "2.5.4.3": "CN", "2.5.4.6": "C", "2.5.4.7": "L", "2.5.4.8": "ST", "2.5.4.10": "O", "2.5.4.11": "OU",
+    "2.5.4.12": "T", "1.3.6.1.4.1.42.2.11.2.1": "IP", "2.5.4.9": "STREET", "0.9.2342.19200300.100.1.25": "DC",
+    "2.5.4.46": "DNQ", "2.5.4.4": "SURNAME", "2.5.4.42": "GIVENNAME", "2.5.4.43": "INITIALS",
+    "2.5.4.44": "GENERATION", "1.2.840.113549.1.9.1": "EMAILADDRESS", "0.9.2342.19200300.100.1.1": "UID",
+    "2.5.4.5": "SERIALNUMBER",
+}  # fmt: skip
+#: characters that make Java quote a value (and of them, ``"`` and ``\\`` are also escaped with a backslash)
+_DN_SPECIAL = ',+=\n<>#;\\"'
+#: ASN.1 PrintableString's characters besides letters and digits (what Java treats as ordinary text)
+_PRINTABLE = frozenset(" '()+,-./:=?")
+
+
+def _dn_value(text: str) -> str:
+    """An attribute value as ``AVA.toString`` prints it: quoted when it holds a special character, starts or ends
+    with a blank, or holds two blanks in a row; ``"`` and ``\\`` then escaped."""
+    quoted = len(text) > 1 and text[0] == text[-1] == '"'
+    quote = False
+    blank_before = False
+    out: list[str] = []
+    for i, ch in enumerate(text):
+        if quoted and i in (0, len(text) - 1):
+            out.append(ch)
+            continue
+        if (ch.isascii() and ch.isalnum()) or ch in _PRINTABLE or ch in _DN_SPECIAL:
+            if (i == 0 and ch in " \n") or ch in _DN_SPECIAL:
+                quote = True
+            if ch in " \n":
+                quote = quote or blank_before
+                blank_before = True
+            else:
+                if ch in '"\\':
+                    out.append("\\")
+                blank_before = False
+        else:
+            blank_before = False
+        out.append(ch)
+    value = "".join(out)
+    if value[-1:] in (" ", "\n"):
+        quote = True
+    return f'"{value}"' if quote and not quoted else value
+
+
+def _dn_attribute(attribute: x509.NameAttribute[str | bytes]) -> str:
+    oid = attribute.oid.dotted_string
+    keyword = _DN_KEYWORDS.get(oid, f"OID.{oid}")
+    value = attribute.value
+    if isinstance(value, bytes):  # not a string type (a bit string): Java prints the value in hex (not compared)
+        return f"{keyword}=#{value.hex()}"
+    return f"{keyword}={_dn_value(value)}"
+
+
+def subject_dn(certificate: x509.Certificate) -> str:
+    """The certificate's subject as Artemis's certificate login compares it: ``getSubjectDN().getName()`` of the
+    JDK's certificate (``CertificateLoginModule.getDistinguishedName``), Java's ``X500Name.toString``.  That is not
+    RFC 2253 (``X500Principal.getName()``): the relative names come most specific first joined by ``", "``, the
+    values of a multi-valued one by ``" + "``, a value with a special character is quoted rather than escaped, and
+    only Java's own keywords are names (``EMAILADDRESS``, ``DNQ``, ``OID.2.5.4.17``).  For the kit's names:
+    ``CN=cck client, O=Core Conformance Kit``."""
+    names = [" + ".join(_dn_attribute(a) for a in rdn) for rdn in certificate.subject.rdns]
+    return ", ".join(reversed(names))

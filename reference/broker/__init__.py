@@ -3,7 +3,7 @@ time (monotonic ms), take the bytes it wants written."""
 
 from __future__ import annotations
 
-from ._authorization import Authenticator, Authorizer, CheckType, Principal
+from ._authorization import Authenticator, Authorizer, CertificateAuthenticator, CheckType, Principal
 from ._cluster import (
     MANAGEMENT_ADDRESS,
     NOTIFICATIONS_ADDRESS,
@@ -38,6 +38,7 @@ __all__ = [
     "SF_PREFIX",
     "Address",
     "Authenticator",
+    "CertificateAuthenticator",
     "Authorizer",
     "BrokerCore",
     "CoreInput",

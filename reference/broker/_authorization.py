@@ -31,7 +31,8 @@ from ._model import split_fqqn
 if TYPE_CHECKING:
     from ._session import Session
 
-__all__ = ["Authenticator", "Authorization", "Authorizer", "BrokerLogin", "CheckType", "Principal"]
+__all__ = ["Authenticator", "Authorization", "Authorizer", "BrokerLogin", "CertificateAuthenticator", "CheckType",
+           "Principal"]
 
 
 class CheckType(enum.StrEnum):
@@ -66,6 +67,8 @@ class Principal(Protocol):
 
 #: (user, password) -> the principal, or ``None`` to refuse the login
 Authenticator = Callable[[str | None, str | None], Principal | None]
+#: (user, password, the client certificate the connection presented, DER) -> the principal, or ``None`` to refuse
+CertificateAuthenticator = Callable[[str | None, str | None, bytes], Principal | None]
 #: (principal, permission, address, queue or ``None``) -> granted?
 Authorizer = Callable[[Principal, str, str, str | None], bool]
 

@@ -36,6 +36,8 @@ class Connection:
     closed: bool = False
     remote: str = ""
     topology_subscribed: bool = False  # hears of members joining later
+    #: the client certificate the peer presented in the TLS handshake (DER), if any
+    peer_certificate: bytes | None = None
 
     def set_version(self, version: int) -> None:
         self.version = version

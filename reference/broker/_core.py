@@ -128,9 +128,11 @@ class BrokerCore:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def connection_made(self, conn_id: int, now_ms: int, remote: str = "") -> None:
+    def connection_made(self, conn_id: int, now_ms: int, remote: str = "",
+                        peer_certificate: bytes | None = None) -> None:
         self._time.advance(now_ms)
-        self.connections[conn_id] = Connection(conn_id, now_ms, last_check_at_ms=now_ms, remote=remote)
+        self.connections[conn_id] = Connection(conn_id, now_ms, last_check_at_ms=now_ms, remote=remote,
+                                               peer_certificate=peer_certificate)
         LOG.info("connection opened", extra={"conn": conn_id, "remote": remote})
 
     def connection_lost(self, conn_id: int, now_ms: int) -> None:

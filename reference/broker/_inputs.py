@@ -33,7 +33,8 @@ class InputKind(IntEnum):
 @dataclass(frozen=True, slots=True)
 class CoreInput:
     """One input: ``conn_id`` for the connection kinds, ``data`` the bytes received (or, for MADE, the remote
-    address, UTF-8), ``now_ms`` the core's time (monotonic milliseconds)."""
+    address, UTF-8, and after a NUL byte the client certificate the peer presented, DER, if any), ``now_ms`` the
+    core's time (monotonic milliseconds)."""
 
     kind: InputKind
     now_ms: int
@@ -45,7 +46,8 @@ def apply_input(core: BrokerCore, event: CoreInput) -> None:
     """Feed ``event`` to ``core``."""
     match event.kind:
         case InputKind.MADE:
-            core.connection_made(event.conn_id, event.now_ms, event.data.decode("utf-8", "replace"))
+            remote, _, certificate = event.data.partition(b"\0")
+            core.connection_made(event.conn_id, event.now_ms, remote.decode("utf-8", "replace"), certificate or None)
         case InputKind.RECEIVED:
             core.receive(event.conn_id, event.data, event.now_ms)
         case InputKind.LOST:

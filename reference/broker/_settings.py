@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from cck.codec import CURRENT_VERSION
 
-from ._authorization import Authenticator, Authorizer
+from ._authorization import Authenticator, Authorizer, CertificateAuthenticator
 from ._cluster import ClusterRole
 
 __all__ = ["BrokerSettings"]
@@ -20,6 +20,9 @@ class BrokerSettings:
     allow_anonymous: bool = True
     #: (user, password) -> the session's principal, or ``None`` to refuse.  When set it decides, instead of ``users``.
     authenticator: Authenticator | None = None
+    #: decides instead of ``authenticator`` for a connection that presented a client certificate (Artemis's
+    #: certificate domain); ``None``: the certificate plays no part in the login
+    certificate_authenticator: CertificateAuthenticator | None = None
     #: (principal, permission, address, queue) -> granted?  ``None``: every session may do everything.
     authorizer: Authorizer | None = None
     auto_create_queues: bool = True

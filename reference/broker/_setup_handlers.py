@@ -108,7 +108,7 @@ class ConnectionHandlers:
             self._refuse_login(conn, ExceptionType.CLUSTER_SECURITY_EXCEPTION,
                                f"AMQ229099: Unable to authenticate cluster user: {packet.username}")
             return
-        principal = self._authenticate(packet.username, packet.password)
+        principal = self._authenticate(packet.username, packet.password, conn.peer_certificate)
         if principal is None:
             self._refuse_login(conn, ExceptionType.SECURITY_EXCEPTION,
                                f"AMQ229031: Unable to validate user: {packet.username}")
@@ -140,13 +140,17 @@ class ConnectionHandlers:
         LOG.info("session created", extra={"session": packet.name, "conn": conn.conn_id,
                                             "window": packet.confirmation_window_size})
 
-    def _authenticate(self, username: str | None, password: str | None) -> Principal | None:
-        """The session's principal, or ``None``: refused."""
+    def _authenticate(self, username: str | None, password: str | None,
+                      certificate: bytes | None = None) -> Principal | None:
+        """The session's principal, or ``None``: refused.  A connection that presented a client certificate is
+        judged by the certificate authenticator when there is one (Artemis's certificate domain)."""
         settings = self._settings
         role = settings.cluster
         if role is not None and username == role.user and password == role.password:
             # the other nodes' bridges log in with the cluster credentials, which hold every permission
             return BrokerLogin(username, every_permission=True)
+        if certificate is not None and settings.certificate_authenticator is not None:
+            return settings.certificate_authenticator(username, password, certificate)
         if settings.authenticator is not None:
             return settings.authenticator(username, password)
         if username is None or settings.users is None:

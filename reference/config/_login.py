@@ -2,8 +2,14 @@
 
 * ``login.config``: the JAAS configuration; the domain (``activemq`` unless ``bootstrap.xml``
   names another in ``<jaas-security domain="...">``) lists login modules with their flags.
-  PropertiesLoginModule and GuestLoginModule are implemented; any other module is reported and
-  never logs anyone in.
+  PropertiesLoginModule, GuestLoginModule and TextFileCertificateLoginModule are implemented; any
+  other module is reported and never logs anyone in.
+* ``<jaas-security certificate-domain="...">`` names a second domain of the file: a connection that
+  presented a client certificate is authenticated there instead (Artemis's "Dual Authentication").
+* TextFileCertificateLoginModule's users file (option ``org.apache.activemq.jaas.textfiledn.user``)
+  maps user names to subject DNs, each the exact string ``reference._tls.subject_dn`` makes or
+  ``/regex/`` (the whole DN must match; an invalid one is reported and ignored); its roles file
+  (``...textfiledn.role``) is ``role = user,user`` like the properties module's.
 * ``artemis-users.properties`` (``user = password``) and ``artemis-roles.properties``
   (``role = user1,user2``): Java properties files, named by the PropertiesLoginModule options
   ``org.apache.activemq.jaas.properties.user`` / ``.role`` and resolved against the directory
@@ -32,6 +38,9 @@ USER_FILE_OPTION = "org.apache.activemq.jaas.properties.user"
 ROLE_FILE_OPTION = "org.apache.activemq.jaas.properties.role"
 GUEST_USER_OPTION = "org.apache.activemq.jaas.guest.user"
 GUEST_ROLE_OPTION = "org.apache.activemq.jaas.guest.role"
+CERTIFICATE_MODULE = _JAAS + "TextFileCertificateLoginModule"
+DN_USER_FILE_OPTION = "org.apache.activemq.jaas.textfiledn.user"
+DN_ROLE_FILE_OPTION = "org.apache.activemq.jaas.textfiledn.role"
 # PropertiesLoginModule's fallback file names when the options are absent (PropertiesLoader)
 _USER_FILE_FALLBACK = "user"
 _ROLE_FILE_FALLBACK = "role"
@@ -39,6 +48,7 @@ _ROLE_FILE_FALLBACK = "role"
 _KNOWN_OPTIONS = {
     "properties": {USER_FILE_OPTION, ROLE_FILE_OPTION, "debug", "reload", "baseDir"},
     "guest": {GUEST_USER_OPTION, GUEST_ROLE_OPTION, "debug", "credentialsInvalidate"},
+    "certificate": {DN_USER_FILE_OPTION, DN_ROLE_FILE_OPTION, "debug", "reload", "baseDir"},
 }
 
 
@@ -111,12 +121,7 @@ def _is_hashed(password: str) -> bool:
     return password.startswith("ENC(") and password.endswith(")")
 
 
-def _load_users(
-    users_file: Path, roles_file: Path, warnings: list[ConfigWarning]
-) -> MappingProxyType[str, UserEntry]:
-    passwords: dict[str, tuple[str, int]] = {}
-    for key, value, line in parse_properties(_read(users_file, "users file")):
-        passwords[key] = (value, line)
+def _load_roles(roles_file: Path, warnings: list[ConfigWarning]) -> dict[str, set[str]]:
     roles: dict[str, set[str]] = {}
     if roles_file.exists():
         for role, value, _line in parse_properties(_read(roles_file, "roles file")):
@@ -126,6 +131,16 @@ def _load_users(
     else:
         warnings.append(ConfigWarning("login.config", roles_file.name, "roles file not found: users have no roles",
                                       str(roles_file)))
+    return roles
+
+
+def _load_users(
+    users_file: Path, roles_file: Path, warnings: list[ConfigWarning]
+) -> MappingProxyType[str, UserEntry]:
+    passwords: dict[str, tuple[str, int]] = {}
+    for key, value, line in parse_properties(_read(users_file, "users file")):
+        passwords[key] = (value, line)
+    roles = _load_roles(roles_file, warnings)
     users: dict[str, UserEntry] = {}
     for name, (password, line) in passwords.items():
         if _is_hashed(password):
@@ -139,6 +154,24 @@ def _load_users(
         else:
             users[name] = UserEntry(name, password, frozenset(roles.get(name, ())))
     return MappingProxyType(users)
+
+
+def _load_certificate_users(users_file: Path, roles_file: Path, warnings: list[ConfigWarning]
+                            ) -> tuple[tuple[tuple[str, str], ...], MappingProxyType[str, UserEntry]]:
+    """``(user, DN)`` of TextFileCertificateLoginModule's users file, and each user's roles (no password)."""
+    dns: dict[str, str] = {}
+    for name, dn, line in parse_properties(_read(users_file, "certificate users file")):
+        if len(dn) > 1 and dn.startswith("/") and dn.endswith("/"):
+            try:
+                re.compile(dn[1:-1])
+            except re.error as exc:
+                warnings.append(ConfigWarning(users_file.name, name, f"invalid regular expression {dn!r} ({exc}): "
+                                              "ignored, as Artemis ignores it", str(users_file), line))
+                continue
+        dns[name] = dn
+    roles = _load_roles(roles_file, warnings)
+    users = {name: UserEntry(name, None, frozenset(roles.get(name, ()))) for name in dns}
+    return tuple(dns.items()), MappingProxyType(users)
 
 
 # --------------------------------------------------------------------------- login.config
@@ -211,18 +244,19 @@ def parse_login_config(
     return domains
 
 
-def _bootstrap_domain(etc: Path) -> str:
+def _bootstrap_domains(etc: Path) -> tuple[str, str | None]:
+    """``<jaas-security domain="..." certificate-domain="...">`` of ``bootstrap.xml`` (the defaults without it)."""
     bootstrap = etc / "bootstrap.xml"
     if not bootstrap.exists():
-        return DEFAULT_DOMAIN
+        return DEFAULT_DOMAIN, None
     try:
         root = etree.parse(str(bootstrap), etree.XMLParser(resolve_entities=False, no_network=True)).getroot()
     except etree.XMLSyntaxError as exc:
         raise ConfigError(f"malformed XML: {exc.msg}", file=str(bootstrap), line=exc.lineno) from None
     for el in root.iter():
-        if isinstance(el.tag, str) and etree.QName(el).localname == "jaas-security" and el.get("domain"):
-            return str(el.get("domain"))
-    return DEFAULT_DOMAIN
+        if isinstance(el.tag, str) and etree.QName(el).localname == "jaas-security":
+            return str(el.get("domain") or DEFAULT_DOMAIN), el.get("certificate-domain") or None
+    return DEFAULT_DOMAIN, None
 
 
 def load_login_config(etc: Path, warnings: list[ConfigWarning], *, domain: str | None = None) -> LoginConfig | None:
@@ -230,22 +264,32 @@ def load_login_config(etc: Path, warnings: list[ConfigWarning], *, domain: str |
     path = etc / "login.config"
     if not path.exists():
         return None
-    domain = domain or _bootstrap_domain(etc)
+    configured, certificate_domain = _bootstrap_domains(etc)
+    domain = domain or configured
     domains = parse_login_config(_read(path, "login.config"), file=str(path))
-    if domain not in domains:
-        raise ConfigError(f"login.config has no '{domain}' domain (it has: {', '.join(domains) or 'none'})",
-                          file=str(path))
+    for name in (domain, certificate_domain):
+        if name is not None and name not in domains:
+            raise ConfigError(f"login.config has no '{name}' domain (it has: {', '.join(domains) or 'none'})",
+                              file=str(path))
+    certificate = () if certificate_domain is None else _modules(
+        certificate_domain, domains[certificate_domain], etc, path, warnings)
+    return LoginConfig(domain, _modules(domain, domains[domain], etc, path, warnings), str(path),
+                       certificate_domain, certificate)
+
+
+def _modules(domain: str, entries: list[tuple[str, str, dict[str, str], int]], etc: Path, path: Path,
+             warnings: list[ConfigWarning]) -> tuple[LoginModule, ...]:
     modules: list[LoginModule] = []
-    for cls, flag_text, options, line in domains[domain]:
+    for cls, flag_text, options, line in entries:
         try:
             flag = LoginFlag(flag_text.lower())
         except ValueError:
             raise ConfigError("login module flag must be required, requisite, sufficient or optional",
                               file=str(path), line=line, element=cls, found=flag_text) from None
         frozen_options = MappingProxyType(dict(options))
+        base = Path(options["baseDir"]) if "baseDir" in options else etc
         if cls == PROPERTIES_MODULE:
             kind = "properties"
-            base = Path(options["baseDir"]) if "baseDir" in options else etc
             users_file = base / options.get(USER_FILE_OPTION, _USER_FILE_FALLBACK)
             roles_file = base / options.get(ROLE_FILE_OPTION, _ROLE_FILE_FALLBACK)
             if not users_file.exists():
@@ -253,6 +297,15 @@ def load_login_config(etc: Path, warnings: list[ConfigWarning], *, domain: str |
                                   element=USER_FILE_OPTION, found=str(users_file))
             users = _load_users(users_file, roles_file, warnings)
             modules.append(LoginModule(cls, flag, kind, frozen_options, users))
+        elif cls == CERTIFICATE_MODULE:
+            kind = "certificate"
+            users_file = base / options.get(DN_USER_FILE_OPTION, "")
+            roles_file = base / options.get(DN_ROLE_FILE_OPTION, "")
+            if not users_file.is_file():
+                raise ConfigError("the users file of TextFileCertificateLoginModule does not exist", file=str(path),
+                                  line=line, element=DN_USER_FILE_OPTION, found=str(users_file))
+            dns, users = _load_certificate_users(users_file, roles_file, warnings)
+            modules.append(LoginModule(cls, flag, kind, frozen_options, users, certificate_users=dns))
         elif cls == GUEST_MODULE:
             kind = "guest"
             modules.append(LoginModule(
@@ -276,4 +329,4 @@ def load_login_config(etc: Path, warnings: list[ConfigWarning], *, domain: str |
                     f"login.config/{domain}/{cls.rsplit('.', 1)[-1]}", key,
                     f"unsupported login module option '{key}': ignored by the reference broker", str(path), line,
                 ))
-    return LoginConfig(domain, tuple(modules), str(path))
+    return tuple(modules)

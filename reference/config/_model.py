@@ -210,8 +210,9 @@ class LoginModule:
     """One entry of the JAAS domain in ``login.config``.
 
     ``kind`` is ``"properties"`` (PropertiesLoginModule: ``users``), ``"guest"`` (GuestLoginModule:
-    ``guest_user`` / ``guest_role``) or ``"unsupported"`` (any other module: it never logs
-    anyone in, and a warning names it).
+    ``guest_user`` / ``guest_role``), ``"certificate"`` (TextFileCertificateLoginModule:
+    ``certificate_users``, and ``users`` for their roles, without passwords) or ``"unsupported"``
+    (any other module: it never logs anyone in, and a warning names it).
     """
 
     class_name: str
@@ -223,15 +224,22 @@ class LoginModule:
     guest_user: str = "guest"
     guest_role: str = "guests"
     credentials_invalidate: bool = False
+    #: TextFileCertificateLoginModule: ``(user, subject DN)`` in file order; a DN written ``/.../`` is a regular
+    #: expression the whole DN must match
+    certificate_users: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
 class LoginConfig:
-    """Authentication as an Artemis instance has it: the JAAS domain of ``login.config``."""
+    """Authentication as an Artemis instance has it: the JAAS domain of ``login.config``, and the certificate
+    domain (``bootstrap.xml``'s ``<jaas-security certificate-domain="...">``) that authenticates a connection
+    which presented a client certificate instead."""
 
     domain: str
     modules: tuple[LoginModule, ...]
     source: str = ""
+    certificate_domain: str | None = None
+    certificate_modules: tuple[LoginModule, ...] = ()
 
     @property
     def guest_module(self) -> LoginModule | None:

@@ -14,6 +14,12 @@ Authentication (``SecurityStoreImpl.authenticate`` and JAAS):
   access exists only when security is off or a GuestLoginModule is configured -- and, as in
   Artemis, a wrong password then falls through to the guest identity when the guest module is
   ``sufficient`` after the properties module.
+* a connection that presented a client certificate is authenticated by the certificate domain's
+  modules when ``bootstrap.xml`` names one (``ActiveMQJAASSecurityManager``), by the main domain's
+  otherwise; TextFileCertificateLoginModule admits the user whose DN is the certificate's subject
+  (``reference._tls.subject_dn``; an exact DN first, then the first ``/regex/`` that matches it
+  whole) with that user's roles.  The credentials of CREATESESSION play no part there, but the
+  cluster user's are checked first, as everywhere.
 
 Authorization (``SecurityStoreImpl.check``): the most specific security-setting match for the
 address (see :mod:`._wildcard`) alone decides; the principal needs one of its roles that has the
@@ -23,8 +29,12 @@ permission.  No match: refused.  For a fully qualified queue name, an exact matc
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+from cryptography import x509
+
+from .._tls import subject_dn
 from ._model import BrokerConfig, LoginConfig, LoginFlag, LoginModule, Permission, SecuritySetting
 from ._wildcard import matches_in_order
 
@@ -64,8 +74,10 @@ class SecurityModel:
 
     # ------------------------------------------------------------------ authentication
 
-    def authenticate(self, user: str | None, password: str | None) -> Principal | None:
-        """The principal for these credentials, or ``None`` when the broker refuses them."""
+    def authenticate(self, user: str | None, password: str | None,
+                     certificate: x509.Certificate | None = None) -> Principal | None:
+        """The principal for these credentials (and the client certificate the connection presented, if any),
+        or ``None`` when the broker refuses them."""
         if not self.enabled:
             return Principal(user)
         if user is not None and user == self.config.cluster_user:
@@ -80,8 +92,12 @@ class SecurityModel:
         required_failed = False
         has_required = False
         succeeded = False
-        for module in self.login.modules:
-            result = _try_module(module, user, password)
+        modules = self.login.modules
+        if certificate is not None and self.login.certificate_domain is not None:
+            modules = self.login.certificate_modules
+        dn = None if certificate is None else subject_dn(certificate)
+        for module in modules:
+            result = _try_module(module, user, password, dn)
             if module.flag in (LoginFlag.REQUIRED, LoginFlag.REQUISITE):
                 has_required = True
                 if result is None:
@@ -127,7 +143,22 @@ class SecurityModel:
         return bool(setting.roles_with(permission) & principal.roles)
 
 
-def _try_module(module: LoginModule, user: str | None, password: str | None) -> tuple[str, frozenset[str]] | None:
+def _certificate_user(module: LoginModule, dn: str) -> str | None:
+    """The user TextFileCertificateLoginModule finds for ``dn``: an exact DN first, then a ``/regex/``."""
+    patterns = [(name, v[1:-1]) for name, v in module.certificate_users if len(v) > 1 and v[0] == v[-1] == "/"]
+    exact = [(name, v) for name, v in module.certificate_users if (name, v[1:-1]) not in patterns]
+    found = next((name for name, value in exact if value == dn), None)
+    return found or next((name for name, pattern in patterns if re.fullmatch(pattern, dn)), None)
+
+
+def _try_module(module: LoginModule, user: str | None, password: str | None,
+                dn: str | None = None) -> tuple[str, frozenset[str]] | None:
+    if module.kind == "certificate":
+        # the module reads the certificate only: no certificate, or a DN no user has, fails the login
+        name = None if dn is None else _certificate_user(module, dn)
+        if name is None:
+            return None
+        return name, module.users[name].roles
     if module.kind == "properties":
         if user is None:
             return None
