@@ -1,6 +1,7 @@
 """Keys and certificates for the TLS cases, made by the kit for one run: two certificate authorities (the
 broker's and a stranger's), a server certificate for 127.0.0.1 and localhost issued by the first, client
-certificates issued by each, and the stores both brokers and the kit's client read.
+certificates issued by each (and, for certificate login, more issued by the client authority, each with a subject
+of its own), and the stores both brokers and the kit's client read.
 
 Every store is PKCS#12 (Artemis reads it with ``keyStoreType=PKCS12``, the reference broker and the kit's client
 with the ``cryptography`` package); trust stores hold certificate-only entries marked as trusted, as Java's
@@ -23,12 +24,22 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["STORE_PASSWORD", "TlsMaterial", "client_context", "make_material"]
+__all__ = ["CERTIFIED", "STORE_PASSWORD", "TlsMaterial", "client_context", "make_material", "subject_of"]
 
 #: the password of every store the kit writes (a test broker's, not a secret)
 STORE_PASSWORD = "cck-store-secret"  # noqa: S105
 #: long enough for any run, short enough that nothing mistakes these for real certificates
 VALIDITY = datetime.timedelta(days=7)
+ORGANIZATION = "Core Conformance Kit"
+#: the client certificates for certificate login (the client authority issues them), by key: their common names
+CERTIFIED = {"admin": "cck certificate admin", "sender": "cck sender", "reader": "cck reader",
+             "unmapped": "cck unmapped"}
+
+
+def subject_of(common: str) -> str:
+    """The subject of the kit's certificate with common name ``common`` as Artemis's certificate login prints it
+    (Java's ``X500Name.toString``: most specific first, ``", "`` between)."""
+    return f"CN={common}, O={ORGANIZATION}"
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,8 @@ class TlsMaterial:
     #: a client's key and certificate issued by that authority, and one issued by the stranger
     client_keystore: Path
     stranger_keystore: Path
+    #: keys of :data:`CERTIFIED` -> a key store of a client certificate with that subject (client authority)
+    certified: dict[str, Path]
     #: SHA-256 of the server certificate (DER), lower-case hex
     server_fingerprint: str
     password: str = STORE_PASSWORD
@@ -56,7 +69,7 @@ def _key() -> ec.EllipticCurvePrivateKey:
 
 
 def _name(common: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Core Conformance Kit"),
+    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, ORGANIZATION),
                       x509.NameAttribute(NameOID.COMMON_NAME, common)])
 
 
@@ -119,6 +132,10 @@ def make_material(directory: Path) -> TlsMaterial:
     server_key, server = _issued("cck broker", kit, now, server=True)
     client_key, client = _issued("cck client", clients, now, server=False)
     stranger_key, stranger_client = _issued("cck stranger client", stranger, now, server=False)
+    certified = {}
+    for key, common in CERTIFIED.items():
+        issued_key, issued = _issued(common, clients, now, server=False)
+        certified[key] = _keystore(directory / f"certified-{key}.p12", key, issued_key, issued, clients[1])
     return TlsMaterial(
         server_keystore=_keystore(directory / "broker-keystore.p12", "broker", server_key, server, kit[1]),
         trust_broker=_truststore(directory / "trust-broker.p12", "cck-authority", kit[1]),
@@ -127,6 +144,7 @@ def make_material(directory: Path) -> TlsMaterial:
         client_keystore=_keystore(directory / "client-keystore.p12", "client", client_key, client, clients[1]),
         stranger_keystore=_keystore(directory / "stranger-keystore.p12", "stranger", stranger_key,
                                     stranger_client, stranger[1]),
+        certified=certified,
         server_fingerprint=hashlib.sha256(server.public_bytes(serialization.Encoding.DER)).hexdigest(),
     )
 

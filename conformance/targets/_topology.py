@@ -20,6 +20,7 @@ __all__ = [
     "PERMISSIONS",
     "AddressSetting",
     "AddressSpec",
+    "CertificateUser",
     "ClusterSpec",
     "HASpec",
     "NodeSpec",
@@ -77,6 +78,25 @@ class User:
 
 
 @dataclass(frozen=True)
+class CertificateUser:
+    """A user who logs in by the client certificate a TLS connection presents (Artemis's
+    TextFileCertificateLoginModule): ``dn`` is the certificate's subject exactly as Artemis prints it
+    (``CN=cck client, O=Core Conformance Kit``: Java's ``X500Name.toString``, not RFC 2253), or ``/regex/``
+    that the whole subject must match."""
+
+    name: str
+    dn: str
+    roles: tuple[str, ...] = ("amq",)
+
+    def __post_init__(self) -> None:
+        _plain(self.name, "certificate user name")
+        _check(bool(self.dn.strip()) and "\n" not in self.dn and "\r" not in self.dn,
+               f"certificate user {self.name!r}: the DN {self.dn!r} is empty or holds a newline")
+        for role in self.roles:
+            _plain(role, "role")
+
+
+@dataclass(frozen=True)
 class SecurityRule:
     """One ``<permission type=... roles=...>`` of the ``<security-setting match=...>``."""
 
@@ -96,26 +116,34 @@ class SecuritySpec:
     ``<security-enabled>false</security-enabled>`` does on Artemis.  ``guest_role`` lets a
     connection without credentials in as user ``guest`` with that role (Artemis's
     GuestLoginModule, what ``artemis create --allow-anonymous`` sets up).  ``rules=None`` grants
-    every permission on ``#`` to every role that appears in ``users`` or ``guest_role``."""
+    every permission on ``#`` to every role that appears in ``users``, ``certificate_users`` or ``guest_role``.
+
+    ``certificate_users`` turn on certificate login: a connection that presented a client certificate is
+    authenticated by its subject alone (a JAAS certificate domain, ``<jaas-security certificate-domain>``), one
+    without by ``users`` and the guest; it needs a TLS acceptor that asks for client certificates."""
 
     enabled: bool = False
     users: tuple[User, ...] = ()
     guest_role: str | None = None
     rules: tuple[SecurityRule, ...] | None = None
+    certificate_users: tuple[CertificateUser, ...] = ()
 
     def __post_init__(self) -> None:
         names = [u.name for u in self.users]
         _check(len(names) == len(set(names)), f"duplicate user in {names}")
+        certified = [u.name for u in self.certificate_users]
+        _check(len(certified) == len(set(certified)), f"duplicate certificate user in {certified}")
         if self.guest_role is not None:
             _plain(self.guest_role, "guest role")
         if self.enabled:
-            _check(bool(self.users) or self.guest_role is not None,
+            _check(bool(self.users or self.certificate_users) or self.guest_role is not None,
                    "security is enabled but there are no users and no guest role: nobody could log in")
 
     @property
     def roles(self) -> tuple[str, ...]:
         """Every role named by a user or the guest role, in first-seen order."""
-        seen = [r for u in self.users for r in u.roles] + ([self.guest_role] if self.guest_role else [])
+        seen = [r for u in self.users for r in u.roles] + [r for u in self.certificate_users for r in u.roles]
+        seen += [self.guest_role] if self.guest_role else []
         return tuple(dict.fromkeys(seen))
 
     def effective_rules(self) -> tuple[SecurityRule, ...]:
@@ -471,6 +499,9 @@ class Topology:
         _check(len(ports) == len(set(ports)), f"two nodes share a port in {ports}")
         addresses = [a.name for a in self.addresses]
         _check(len(addresses) == len(set(addresses)), f"duplicate addresses in {addresses}")
+        _check(not self.security.certificate_users or (self.tls is not None and self.tls.client_truststore is not None),
+               "certificate users log in by the client certificate of a TLS connection: they need tls with a "
+               "client_truststore (needClientAuth)")
         if self.cluster is not None:
             known = set(names)
             named = [n for link in self.cluster.links or () for n in link]
