@@ -22,6 +22,7 @@ __all__ = [
     "ARTEMIS_2_37_0_VERSION",
     "COMPATIBLE_VERSIONS",
     "CURRENT_VERSION",
+    "BackupRegistrationProblem",
     "DisconnectReason",
     "ExceptionType",
     "MessageType",
@@ -121,10 +122,14 @@ class PacketType(IntEnum):
     SUBSCRIBE_TOPOLOGY = 112
     SUBSCRIBE_TOPOLOGY_V2 = 113
     CLUSTER_TOPOLOGY_V2 = 114
+    BACKUP_REGISTRATION = 115
+    BACKUP_REGISTRATION_FAILED = 116
     CLUSTER_TOPOLOGY_V3 = 122
     DISCONNECT_V2 = 124
     CLUSTER_CONNECT = 125
     CLUSTER_CONNECT_REPLY = 126
+    QUORUM_VOTE = -2
+    QUORUM_VOTE_REPLY = -3
     CHECK_FOR_FAILOVER = -4
     CHECK_FOR_FAILOVER_REPLY = -5
     SCALEDOWN_ANNOUNCEMENT = -6
@@ -225,6 +230,15 @@ class DisconnectReason(IntEnum):
     SCALE_DOWN_ON_CRITICAL_ERROR = 3
     SHUT_DOWN = 4
     SHUT_DOWN_ON_CRITICAL_ERROR = 5
+
+
+class BackupRegistrationProblem(IntEnum):
+    """Why a primary refuses a backup's registration: the ``int`` of BACKUP_REGISTRATION_FAILED
+    (``BackupReplicationStartFailedMessage.BackupRegistrationProblem`` codes)."""
+
+    EXCEPTION = 0
+    AUTHENTICATION = 1
+    ALREADY_REPLICATING = 2
 
 
 class MessageType(IntEnum):

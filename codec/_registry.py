@@ -6,6 +6,7 @@ from ._constants import PacketType
 from ._packets import consumers as _c
 from ._packets import control as _ctl
 from ._packets import federation as _f
+from ._packets import ha as _ha
 from ._packets import kit as _kit
 from ._packets import messages as _m
 from ._packets import producers as _p
@@ -42,6 +43,11 @@ PACKET_CLASSES: dict[PacketType, type[Packet]] = {
         _t.ClusterConnectMessage,
         _t.ClusterConnectReplyMessage,
         _t.ScaleDownAnnounceMessage,
+        # high availability: backup registration and quorum votes
+        _ha.BackupRegistrationMessage,
+        _ha.BackupReplicationStartFailedMessage,
+        _ha.QuorumVoteMessage,
+        _ha.QuorumVoteReplyMessage,
         # federation between brokers
         _f.FederationDownstreamConnectMessage,
         # sessions

@@ -25,6 +25,7 @@ from cck.codec import (
     FederationTransformer,
     Packet,
     PropertyType,
+    ServerConnectVote,
     TransportConfiguration,
     TypedProperties,
     Xid,
@@ -67,7 +68,8 @@ def to_json(value: Any) -> Any:
         return {"class_name": value.JAVA_CLASS, **fields}
     if isinstance(
         value,
-        (Packet, CoreMessage, DiscoveryDatagram, FederationCredentials, FederationQueueMatcher, FederationTransformer),
+        (Packet, CoreMessage, DiscoveryDatagram, FederationCredentials, FederationQueueMatcher, FederationTransformer,
+         ServerConnectVote),
     ):
         return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}  # type: ignore[arg-type]
     if isinstance(value, (tuple, list)):
