@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import ssl
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from types import TracebackType
 
 from cck.codec import CodecError, FrameDecoder, Packet, encode_packet
 from cck.conformance.targets import PERMISSIONS as ALL_PERMISSIONS
-from cck.conformance.targets import ClusterSpec, SecurityRule, SecuritySpec, Target, Topology, User
+from cck.conformance.targets import ClusterSpec, HASpec, SecurityRule, SecuritySpec, Target, Topology, User
 from cck.conformance.verdicts import CheckFailed, Unsupported
 from cck.reference.client import ClientSettings, Connection, Session, connect
 
@@ -26,9 +27,9 @@ from ._kit import RESTARTING, client_settings
 
 __all__ = [
     "ADMIN", "ANSWERS", "ATTRIBUTE_KEY", "CLUSTER", "CLUSTERED", "FQQN_ADDRESS", "FQQN_QUEUES", "FQQN_USER",
-    "GUEST_ROLE", "MANAGEMENT_ADDRESS", "MATCHER", "PERMISSIONS", "PREFIX", "REPLY_TO_KEY", "RESOURCE_KEY", "RULES",
-    "SECURED", "SETUP_CHANNEL", "SUCCEEDED_KEY", "USERS", "WITH_GUEST", "MakeTarget", "Rogue", "Wire",
-    "admin_session", "all_but", "only", "secured", "settings_for",
+    "GUEST_ROLE", "MANAGEMENT_ADDRESS", "MATCHER", "PERMISSIONS", "PREFIX", "REPLICATED", "REPLY_TO_KEY",
+    "RESOURCE_KEY", "RULES", "SECURED", "SETUP_CHANNEL", "SUCCEEDED_KEY", "USERS", "WITH_GUEST", "MakeTarget", "Rogue",
+    "Wire", "admin_session", "all_but", "only", "secured", "settings_for",
 ]  # fmt: skip
 
 MakeTarget = Callable[[Topology], Target]
@@ -99,6 +100,9 @@ WITH_GUEST = Topology(security=SecuritySpec(enabled=True, users=USERS, rules=RUL
 CLUSTER = ClusterSpec()
 CLUSTERED = Topology(Topology.cluster_of(2).nodes, security=SecuritySpec(enabled=True, users=USERS, rules=RULES),
                      cluster=CLUSTER)
+#: a replication primary and its backup (node0, node1), in a cluster of the two
+REPLICATED = dataclasses.replace(Topology.ha_pair(HASpec("replication"), CLUSTER),
+                                 security=SecuritySpec(enabled=True, users=USERS, rules=RULES))
 
 
 def secured(make: MakeTarget, topology: Topology = SECURED) -> Target:

@@ -17,11 +17,20 @@ handling the packet):
 
 The control case sends the node announcement after a CLUSTER_CONNECT with the node's own cluster credentials:
 then the broker must act on it (a bridge dials the announced node, subscribers hear of it), which shows the other
-cases' observations would see an effect if there were one.
+cases' observations would see an effect if there were one.  Two more cases show that nothing but the cluster
+credentials in CLUSTER_CONNECT makes a member: a client user's credentials there, and a session opened as the
+cluster user.
+
+What a backup sends its replication primary is tried on a replication pair (the primary has its backup): a
+BACKUP_REGISTRATION naming the rogue broker as the backup, with and without a refused CLUSTER_CONNECT, and a
+quorum vote.  Besides the above, the attacker's connection must get no replication (nothing on channel 2) and no
+QUORUM_VOTE_REPLY; two control cases send the same after a CLUSTER_CONNECT with the cluster credentials and must
+get the answers (a vote reply; a refusal of the registration or replication).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 import uuid
@@ -30,6 +39,9 @@ from dataclasses import dataclass
 
 from cck.codec import (
     ARTEMIS_2_18_0_VERSION,
+    LIVE_FAILOVER_VOTE,
+    BackupRegistrationMessage,
+    BackupReplicationStartFailedMessage,
     ClusterConnectMessage,
     ClusterConnectReplyMessage,
     ClusterTopologyChangeMessage_V2,
@@ -39,8 +51,11 @@ from cck.codec import (
     FederationDownstreamConnectMessage,
     NodeAnnounceMessage,
     Packet,
+    QuorumVoteMessage,
+    QuorumVoteReplyMessage,
     RoutingType,
     ScaleDownAnnounceMessage,
+    ServerConnectVote,
     SubscribeClusterTopologyUpdatesMessageV2,
     TransportConfiguration,
     netty_connector_factory,
@@ -57,6 +72,7 @@ from ._security_kit import (
     CLUSTER,
     CLUSTERED,
     PREFIX,
+    REPLICATED,
     SETUP_CHANNEL,
     MakeTarget,
     Rogue,
@@ -72,6 +88,8 @@ OBSERVE_S = 5.0
 ANSWER_S = 15.0
 #: channel 0 carries pings and topology, channel 3 the cluster connection's packets, channel 4 a federation's
 PING_CHANNEL = 0
+#: a replication primary replicates on channel 2 of the connection its backup registered on
+REPLICATION_CHANNEL = 2
 CLUSTER_CHANNEL = 3
 FEDERATION_CHANNEL = 4
 #: the channel of the session a case opens before it attacks
@@ -198,68 +216,207 @@ def _topology_news(frames: list[tuple[int, Packet]], after: int) -> list[Packet]
     return [p for c, p in frames[after:] if c == PING_CHANNEL and hasattr(p, "node_id") and hasattr(p, "exit")]
 
 
+def _names_rogue(connector: object, attack: Attack) -> bool:
+    return isinstance(connector, TransportConfiguration) and str(connector.param("port")) == str(
+        attack.rogue.param("port")) and connector.param("host") == attack.rogue.param("host")
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a case saw: the attack's values, what the attacker's connection received, whether the rogue broker was
+    dialled, and what the topology subscriber heard of the rogue (its node in any form, a member whose live or
+    backup connector is the rogue's, the broker's own node reported gone)."""
+
+    attack: Attack
+    received: list[tuple[int, Packet]]
+    undecodable: str | None
+    dialled: bool
+    told: list[Packet]
+
+    def authorized(self) -> bool:
+        return any(isinstance(p, ClusterConnectReplyMessage) and p.authorized for _, p in self.received)
+
+
+async def _observe(case: Case, target: Target, cck_settings: Settings, evidence: CaseEvidence,
+                   packets_of: Callable[[Attack], list[tuple[Packet, int]]],
+                   wait_for: Callable[[int, Packet], bool] | None = None) -> Observation:
+    """Subscribe to the first node's topology, send the attack's packets on a connection of their own (after a
+    session, for the attacks in ``SESSION_FIRST``), watch for ``OBSERVE_S``; ``wait_for``: stop watching the
+    attacker's connection early at a frame it matches (the rogue is still given the time to be dialled)."""
+    settings = settings_for(target)
+    attack_name = case.params["attack"]
+    async with Rogue() as rogue, Wire(target.nodes[0].url, settings) as subscriber:
+        await subscriber.write([(SubscribeClusterTopologyUpdatesMessageV2(False, settings.version), PING_CHANNEL)])
+        _, own = await subscriber.until(lambda c, p: c == PING_CHANNEL and getattr(p, "last", False),
+                                        cck_settings.deadline(ANSWER_S), "the broker's own node (topology)")
+        heard = len(subscriber.frames)
+        attack = Attack(TransportConfiguration.netty(rogue.host, rogue.port,
+                                                     factory=netty_connector_factory(settings.version)),
+                        str(uuid.uuid4()), str(getattr(own, "node_id", "")), settings.version,
+                        unique(f"{PREFIX}.federated"))
+        connection, admin = await admin_session(target)
+        async with connection:
+            await admin.create_address(attack.address, (RoutingType.MULTICAST,))
+            await admin.create_queue(attack.address, attack.address, routing_type=RoutingType.MULTICAST)
+        async with Wire(target.nodes[0].url, settings) as attacker:
+            login = SESSION_FIRST.get(attack_name)
+            if login is not None:
+                await attacker.write([(CreateSessionMessage(unique("cck-member"), SESSION_CHANNEL,
+                                                            settings.version, *login), SETUP_CHANNEL)])
+                _, answer = await attacker.until(lambda c, _: c == SETUP_CHANNEL,
+                                                 cck_settings.deadline(ANSWER_S), "CREATESESSION's answer")
+                evidence.note("session_answer", repr(answer))
+            await attacker.write(packets_of(attack))
+            loop = asyncio.get_running_loop()
+            watch_until = loop.time() + cck_settings.deadline(OBSERVE_S)
+            if wait_for is not None:
+                with contextlib.suppress(CheckFailed):
+                    await attacker.until(wait_for, cck_settings.deadline(OBSERVE_S), "the broker's answer")
+            # one watch for both: the rogue gets what is left of it
+            dialled = await rogue.dialled_within(max(0.0, watch_until - loop.time()))
+            if attack_name == "cluster-credentials":  # the dial may come before the news
+                with contextlib.suppress(CheckFailed):
+                    await subscriber.until(lambda _, p: getattr(p, "node_id", None) == attack.fake_node,
+                                           cck_settings.deadline(OBSERVE_S), "news of the announced node")
+        evidence.note("attacker_received", [(c, repr(p)) for c, p in attacker.frames])
+        if attacker.undecodable is not None:
+            evidence.note("attacker_undecodable", attacker.undecodable)
+        news = _topology_news(subscriber.frames, heard)
+        evidence.note("subscriber_heard", [repr(p) for p in news])
+        evidence.note("rogue_contacts", rogue.contacts)
+    told = [p for p in news if getattr(p, "node_id", None) == attack.fake_node
+            or (getattr(p, "node_id", None) == attack.broker_node and getattr(p, "exit", False))
+            or _names_rogue(getattr(p, "live", None), attack) or _names_rogue(getattr(p, "backup", None), attack)]
+    return Observation(attack, list(attacker.frames), attacker.undecodable, dialled, told)
+
+
+def _no_effect(seen: Observation, contacts: str) -> list[str]:
+    problems = []
+    if seen.dialled:
+        problems.append(f"the broker dialled the rogue broker named by a connection that is no cluster member "
+                        f"({contacts})")
+    if seen.told:
+        problems.append(f"the topology subscriber was told: {seen.told}")
+    if seen.authorized():
+        problems.append("CLUSTER_CONNECT_REPLY said authorized")
+    return problems
+
+
+async def _still_serves(target: Target) -> None:
+    connection, admin = await admin_session(target)
+    async with connection:
+        await admin.queue_query("cck.sec.alive")  # answers: the broker still serves
+
+
 @cases(*PRE_AUTHENTICATION, *CONTROL, *NOT_MEMBERS)
 def test_server_packets_before_authentication(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
                                               evidence: CaseEvidence) -> None:
     _, packets_of = ATTACKS[case.params["attack"]]
     target: Target = secured(cck_make_target, CLUSTERED)
-    settings = settings_for(target)
 
     async def scenario() -> None:
-        async with Rogue() as rogue, Wire(target.nodes[0].url, settings) as subscriber:
-            await subscriber.write([(SubscribeClusterTopologyUpdatesMessageV2(False, settings.version),
-                                     PING_CHANNEL)])
-            _, own = await subscriber.until(lambda c, p: c == PING_CHANNEL and getattr(p, "last", False),
-                                            cck_settings.deadline(ANSWER_S), "the broker's own node (topology)")
-            heard = len(subscriber.frames)
-            attack = Attack(TransportConfiguration.netty(rogue.host, rogue.port,
-                                                         factory=netty_connector_factory(settings.version)),
-                            str(uuid.uuid4()), str(getattr(own, "node_id", "")), settings.version,
-                            unique(f"{PREFIX}.federated"))
-            connection, admin = await admin_session(target)
-            async with connection:
-                await admin.create_address(attack.address, (RoutingType.MULTICAST,))
-                await admin.create_queue(attack.address, attack.address, routing_type=RoutingType.MULTICAST)
-            async with Wire(target.nodes[0].url, settings) as attacker:
-                login = SESSION_FIRST.get(case.params["attack"])
-                if login is not None:
-                    await attacker.write([(CreateSessionMessage(unique("cck-member"), SESSION_CHANNEL,
-                                                                settings.version, *login), SETUP_CHANNEL)])
-                    _, answer = await attacker.until(lambda c, _: c == SETUP_CHANNEL,
-                                                     cck_settings.deadline(ANSWER_S), "CREATESESSION's answer")
-                    evidence.note("session_answer", repr(answer))
-                await attacker.write(packets_of(attack))
-                dialled = await rogue.dialled_within(cck_settings.deadline(OBSERVE_S))
-                if case.params["attack"] == "cluster-credentials":  # the dial may come before the news
-                    with contextlib.suppress(CheckFailed):
-                        await subscriber.until(lambda _, p: getattr(p, "node_id", None) == attack.fake_node,
-                                               cck_settings.deadline(OBSERVE_S), "news of the announced node")
-            evidence.note("attacker_received", [(c, repr(p)) for c, p in attacker.frames])
-            news = _topology_news(subscriber.frames, heard)
-            evidence.note("subscriber_heard", [repr(p) for p in news])
-            evidence.note("rogue_contacts", rogue.contacts)
-        authorized = [p for _, p in attacker.frames if isinstance(p, ClusterConnectReplyMessage) and p.authorized]
-        # the rogue's node in any form, or the broker's own node reported gone
-        told = [p for p in news if getattr(p, "node_id", None) == attack.fake_node
-                or (getattr(p, "node_id", None) == attack.broker_node and getattr(p, "exit", False))]
+        seen = await _observe(case, target, cck_settings, evidence, packets_of)
         if case.params["attack"] == "cluster-credentials":
-            problems = [] if authorized else ["no CLUSTER_CONNECT_REPLY said authorized"]
-            if not dialled:
+            problems = [] if seen.authorized() else ["no CLUSTER_CONNECT_REPLY said authorized"]
+            if not seen.dialled:
                 problems.append("the broker did not dial the node announced by a cluster member")
-            if not told:
+            if not seen.told:
                 problems.append("the topology subscriber did not hear of the node announced by a cluster member")
         else:
-            problems = []
-            if dialled:
-                problems.append(f"the broker dialled the rogue broker named by an unauthenticated connection "
-                                f"({len(rogue.contacts)} connection(s) from {', '.join(rogue.contacts)})")
-            if told:
-                problems.append(f"the topology subscriber was told: {told}")
-            if authorized:
-                problems.append("CLUSTER_CONNECT_REPLY said authorized")
+            problems = _no_effect(seen, "see rogue_contacts")
         assert not problems, "; ".join(problems)
-        connection, admin = await admin_session(target)
-        async with connection:
-            await admin.queue_query("cck.sec.alive")  # answers: the broker still serves
+        await _still_serves(target)
+
+    run(cck_settings, scenario())
+
+
+# ------------------------------------------------------------------ what a replication primary takes from a backup
+
+def _registration(attack: Attack, user: str, password: str) -> BackupRegistrationMessage:
+    return BackupRegistrationMessage(user, password, False, attack.rogue)
+
+
+def _vote(attack: Attack) -> QuorumVoteMessage:
+    # the handler name every version from 2.2.0 answers (2.37.0 and later answer the new name too)
+    return QuorumVoteMessage(LIVE_FAILOVER_VOTE, ServerConnectVote(True, attack.broker_node))
+
+
+HA_ATTACKS: dict[str, tuple[str, Callable[[Attack], list[tuple[Packet, int]]]]] = {
+    "backup-registration": (
+        "BACKUP_REGISTRATION on channel 3, without CLUSTER_CONNECT, carrying Artemis's default cluster user and "
+        "password and the rogue broker's connector as the backup's, to a replication primary",
+        lambda a: [(_registration(a, DEFAULT_CLUSTER_USER, DEFAULT_CLUSTER_PASSWORD), CLUSTER_CHANNEL)]),
+    "default-credentials-registration": (
+        "CLUSTER_CONNECT with Artemis's default cluster user and password (not this broker's), then "
+        "BACKUP_REGISTRATION carrying them and the rogue broker's connector, to a replication primary",
+        lambda a: [(ClusterConnectMessage(DEFAULT_CLUSTER_USER, DEFAULT_CLUSTER_PASSWORD), CLUSTER_CHANNEL),
+                   (_registration(a, DEFAULT_CLUSTER_USER, DEFAULT_CLUSTER_PASSWORD), CLUSTER_CHANNEL)]),
+    "quorum-vote": (
+        "QUORUM_VOTE on channel 3, without CLUSTER_CONNECT: a server-connect vote asking a replication primary "
+        "whether its own node is live", lambda a: [(_vote(a), CLUSTER_CHANNEL)]),
+}
+HA_PRE_AUTHENTICATION = tuple(
+    Case(f"security.pre-auth.{n}", "security.pre-authentication",
+         f"a connection with no session and no cluster login sends {what}",
+         "no effect: nothing is replicated to it (no frame on channel 2), no QUORUM_VOTE_REPLY, the rogue broker is "
+         "never dialled, a topology subscriber hears of no backup or node at the rogue's connector, and the "
+         "broker still opens an authenticated session",
+         params={"attack": name}, needs=(CONFIG,))
+    for n, (name, (what, _)) in enumerate(HA_ATTACKS.items(), len(PRE_AUTHENTICATION) + 1)
+)
+HA_ATTACKS["member-vote"] = ("", lambda a: [(ClusterConnectMessage(CLUSTER.user, CLUSTER.password), CLUSTER_CHANNEL),
+                                            (_vote(a), CLUSTER_CHANNEL)])
+HA_ATTACKS["member-registration"] = ("", lambda a: [
+    (ClusterConnectMessage(CLUSTER.user, CLUSTER.password), CLUSTER_CHANNEL),
+    (_registration(a, CLUSTER.user, CLUSTER.password), CLUSTER_CHANNEL)])
+HA_CONTROLS = (
+    Case("security.cluster.6", "security.cluster-credentials",
+         "a connection sends CLUSTER_CONNECT on channel 3 with the cluster user and password, then QUORUM_VOTE: a "
+         "server-connect vote asking a replication primary whether its own node is live",
+         "CLUSTER_CONNECT_REPLY says authorized and a QUORUM_VOTE_REPLY answers the vote (so the pre-auth cases' "
+         "watch for one would see it)", params={"attack": "member-vote"}, needs=(CONFIG,)),
+    Case("security.cluster.7", "security.cluster-credentials",
+         "a connection sends CLUSTER_CONNECT on channel 3 with the cluster user and password, then "
+         "BACKUP_REGISTRATION with them and the rogue broker's connector, to a replication primary that has its "
+         "backup", "CLUSTER_CONNECT_REPLY says authorized and the primary acts on the registration: it refuses it "
+         "with BACKUP_REGISTRATION_FAILED or starts replicating to the connection (so the pre-auth cases' watch for "
+         "either would see it)", params={"attack": "member-registration"}, needs=(CONFIG,)),
+)
+
+
+def _acted_on(channel: int, packet: Packet) -> bool:
+    """A frame that shows the primary acted on a vote or a registration."""
+    return channel == REPLICATION_CHANNEL or isinstance(packet, (QuorumVoteReplyMessage,
+                                                                 BackupReplicationStartFailedMessage))
+
+
+@cases(*HA_PRE_AUTHENTICATION, *HA_CONTROLS)
+def test_ha_packets_before_authentication(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
+                                          evidence: CaseEvidence) -> None:
+    attack_name = case.params["attack"]
+    _, packets_of = HA_ATTACKS[attack_name]
+    target: Target = secured(cck_make_target, REPLICATED)
+
+    async def scenario() -> None:
+        seen = await _observe(case, target, cck_settings, evidence, packets_of, wait_for=_acted_on)
+        replicated = [repr(p) for c, p in seen.received if c == REPLICATION_CHANNEL]
+        if seen.undecodable is not None:  # Artemis's replication packets are not in the codec
+            replicated.append(f"bytes the codec does not read ({seen.undecodable})")
+        votes = [p for _, p in seen.received if isinstance(p, QuorumVoteReplyMessage)]
+        refusals = [p for _, p in seen.received if isinstance(p, BackupReplicationStartFailedMessage)]
+        if attack_name.startswith("member-"):
+            problems = [] if seen.authorized() else ["no CLUSTER_CONNECT_REPLY said authorized"]
+            if attack_name == "member-vote" and not votes:
+                problems.append("no QUORUM_VOTE_REPLY answered the cluster member's vote")
+            if attack_name == "member-registration" and not (refusals or replicated):
+                problems.append("the primary neither refused the cluster member's registration nor replicated")
+        else:
+            problems = _no_effect(seen, "see rogue_contacts")
+            if replicated:
+                problems.append(f"the primary replicated to a connection that is no cluster member: {replicated[:3]}")
+            if votes:
+                problems.append(f"a QUORUM_VOTE_REPLY answered a connection that is no cluster member: {votes}")
+        assert not problems, "; ".join(problems)
+        await _still_serves(target)
 
     run(cck_settings, scenario())

@@ -14,11 +14,18 @@ from collections.abc import Callable
 from typing import Any
 
 from cck.codec import (
+    SERVER_CONNECT_VOTE_HANDLERS,
+    BackupRegistrationMessage,
+    BackupRegistrationProblem,
+    BackupReplicationStartFailedMessage,
     ClusterConnectMessage,
     ClusterConnectReplyMessage,
     NodeAnnounceMessage,
     Packet,
+    QuorumVoteMessage,
+    QuorumVoteReplyMessage,
     ReplicaSubscribe,
+    ServerConnectVote,
     TransportConfiguration,
 )
 
@@ -27,7 +34,7 @@ from ._connection import Connection
 from ._outbox import Outbox
 from ._settings import BrokerSettings
 
-__all__ = ["CLUSTER_CHANNEL", "BackupRegistry", "ClusterChannelHandlers"]
+__all__ = ["CLUSTER_CHANNEL", "BackupRegistry", "ClusterChannelHandlers", "java_string"]
 
 LOG = logging.getLogger("cck.reference.broker")
 
@@ -75,9 +82,34 @@ class BackupRegistry:
             self._tell()
 
 
+def java_string(connector: TransportConfiguration) -> str:
+    """A connector as Artemis's ``TransportConfiguration.toString()`` prints it (what a server-connect vote
+    carries): every dot a dash (Artemis's wildcard escaping), the parameters' passwords masked.  Artemis prints the
+    parameters in its HashMap's order, the reference in wire order; a voter compares the string only with one it got
+    the same way."""
+    def dashed(text: object) -> str:
+        return str(text).replace(".", "-")
+
+    # passwords masked among the parameters only: extra properties are printed as they are
+    params = [(p.key, "****" if "password" in p.key.lower() else p.value) for p in connector.params]
+    params += [(p.key, p.value) for p in connector.extra_props]
+    text = "&".join(f"{dashed(key)}={dashed(_java_value(value))}" for key, value in params)
+    factory = dashed(connector.factory_class_name)
+    return f"TransportConfiguration(name={connector.name}, factory={factory})" + (f"?{text}" if text else "")
+
+
+def _java_value(value: object) -> str:
+    """A parameter value as Java's ``toString`` prints it."""
+    if value is None:
+        return "null"
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
 class ClusterChannelHandlers:
-    """The handlers of channel 3 by packet class (:attr:`table`): cluster login, node announcements, and a
-    backup's subscription to the journal (the connection then leaves the core for the server's replication)."""
+    """The handlers of channel 3 by packet class (:attr:`table`): cluster login, node announcements, a backup's
+    subscription to the journal (the connection then leaves the core for the server's replication), the
+    server-connect quorum vote, and Artemis's backup registration (refused: the reference replicates to reference
+    backups only, with its own packets).  Everything but the login is ignored before a successful login."""
 
     def __init__(self, settings: BrokerSettings, outbox: Outbox, backups: BackupRegistry,
                  cluster: ClusterHooks | None = None) -> None:
@@ -90,6 +122,8 @@ class ClusterChannelHandlers:
             ClusterConnectMessage: self._cluster_connect,
             NodeAnnounceMessage: self._node_announce,
             ReplicaSubscribe: self._replica_subscribe,
+            QuorumVoteMessage: self._quorum_vote,
+            BackupRegistrationMessage: self._backup_registration,
         }
 
     def _cluster_connect(self, conn: Connection, packet: ClusterConnectMessage) -> None:
@@ -123,6 +157,36 @@ class ClusterChannelHandlers:
         else:
             LOG.info("backup subscribed to the journal", extra={"conn": conn.conn_id, "backup": packet.backup})
             self._outbox.hand_over(conn)
+
+    def _quorum_vote(self, conn: Connection, packet: QuorumVoteMessage) -> None:
+        """As Artemis's server-connect vote handler, which its replication servers register: a node the topology
+        has as live keeps the asker's vote, with the node's connector; an unknown one gets the opposite vote."""
+        if conn.conn_id not in self._authorized:
+            LOG.warning("quorum vote before a cluster login ignored", extra={"conn": conn.conn_id})
+            return
+        if not self._settings.accept_replicas or packet.handler not in SERVER_CONNECT_VOTE_HANDLERS \
+                or packet.vote is None:
+            LOG.warning("quorum vote with no handler here ignored", extra={"conn": conn.conn_id,
+                                                                           "handler": packet.handler})
+            return
+        asked = packet.vote
+        members = dict(self._cluster.members()) if self._cluster is not None else {}
+        connector = members.get(asked.node_id)
+        answer = (ServerConnectVote(asked.vote, asked.node_id, java_string(connector)) if connector is not None
+                  else ServerConnectVote(not asked.vote, asked.node_id, None))
+        self._outbox.send(conn, CLUSTER_CHANNEL, QuorumVoteReplyMessage(packet.handler, answer))
+
+    def _backup_registration(self, conn: Connection, packet: BackupRegistrationMessage) -> None:
+        if conn.conn_id not in self._authorized:
+            LOG.warning("backup registration before a cluster login ignored", extra={"conn": conn.conn_id})
+            return
+        # Artemis's replication packets are not the reference's: a replicating primary says it already has its
+        # backup when it has, and otherwise refuses with the general problem
+        problem = (BackupRegistrationProblem.ALREADY_REPLICATING if self._backups.connector is not None
+                   else BackupRegistrationProblem.EXCEPTION)
+        LOG.warning("backup registration refused: the reference replicates to reference backups only",
+                    extra={"conn": conn.conn_id, "problem": problem.name, "backup": packet.connector.params})
+        self._outbox.send(conn, CLUSTER_CHANNEL, BackupReplicationStartFailedMessage(int(problem)))
 
     def connection_lost(self, conn_id: int) -> None:
         self._authorized.discard(conn_id)

@@ -4,15 +4,27 @@ the primary's topology pairs its own connector with the backup's while the backu
 from __future__ import annotations
 
 from cck.codec import (
+    LIVE_FAILOVER_VOTE,
     PREAMBLE,
+    PRIMARY_FAILOVER_VOTE,
+    BackupRegistrationMessage,
+    BackupRegistrationProblem,
+    BackupReplicationStartFailedMessage,
     ClusterConnectMessage,
     ClusterConnectReplyMessage,
     ClusterTopologyChangeMessage_V4,
     NodeAnnounceMessage,
+    Packet,
+    QuorumVoteMessage,
+    QuorumVoteReplyMessage,
+    ServerConnectVote,
     TransportConfiguration,
+    TransportParam,
+    TransportParamType,
     encode_packet,
 )
 from cck.reference.broker import BrokerCore, BrokerSettings, ClusterRole
+from cck.reference.broker._backups import java_string
 
 from .harness import Wire, connect
 
@@ -126,3 +138,67 @@ def test_a_live_node_announced_without_the_cluster_login_changes_nothing() -> No
     _live(core, 2, client, password="wrong")
     assert all(m.node_id != "node-2" for m in _members(client))
     assert asked == []
+
+
+# ------------------------------------------------------------------ quorum votes and Artemis's backup registration
+
+def _member(core: BrokerCore, conn_id: int, *packets: Packet, login: bool = True) -> Wire:
+    """A connection that logs in with the cluster credentials (unless ``login`` is false), then sends ``packets``
+    on channel 3; its output so far is in ``received``."""
+    core.connection_made(conn_id, 0)
+    wire = Wire(core, conn_id)
+    data = PREAMBLE + (encode_packet(ClusterConnectMessage("cu", "cp"), 3) if login else b"")
+    core.receive(conn_id, data + b"".join(encode_packet(p, 3) for p in packets), 0)
+    _pump(wire)
+    return wire
+
+
+def _replicating_core() -> BrokerCore:
+    role = ClusterRole("c", NODE, LIVE, user="cu", password="cp")
+    return BrokerCore(BrokerSettings(node_id=NODE, cluster=role, accept_replicas=True))
+
+
+def _answers(wire: Wire, kind: type[Packet]) -> list[Packet]:
+    return [f.packet for f in wire.received if isinstance(f.packet, kind)]
+
+
+def test_a_member_asking_about_a_live_node_keeps_its_vote_and_gets_the_connector() -> None:
+    wire = _member(_replicating_core(), 1, QuorumVoteMessage(LIVE_FAILOVER_VOTE, ServerConnectVote(True, NODE)))
+    [reply] = _answers(wire, QuorumVoteReplyMessage)
+    assert reply == QuorumVoteReplyMessage(LIVE_FAILOVER_VOTE, ServerConnectVote(True, NODE, java_string(LIVE)))
+
+
+def test_a_member_asking_about_an_unknown_node_gets_the_opposite_vote() -> None:
+    wire = _member(_replicating_core(), 1, QuorumVoteMessage(PRIMARY_FAILOVER_VOTE, ServerConnectVote(True, "gone")))
+    assert _answers(wire, QuorumVoteReplyMessage) == [
+        QuorumVoteReplyMessage(PRIMARY_FAILOVER_VOTE, ServerConnectVote(False, "gone", None))]
+
+
+def test_no_vote_is_answered_before_a_cluster_login_or_by_a_server_that_does_not_replicate() -> None:
+    vote = QuorumVoteMessage(LIVE_FAILOVER_VOTE, ServerConnectVote(True, NODE))
+    assert _answers(_member(_replicating_core(), 1, vote, login=False), QuorumVoteReplyMessage) == []
+    assert _answers(_member(_core(), 1, vote), QuorumVoteReplyMessage) == []
+    other = QuorumVoteMessage("RequestBackupQuorumVote", vote_bytes=b"\x00\x00\x00\x01\x00\x01")
+    assert _answers(_member(_replicating_core(), 2, other), QuorumVoteReplyMessage) == []
+
+
+def test_artemis_backup_registration_is_ignored_before_a_login_and_refused_after() -> None:
+    registration = BackupRegistrationMessage("cu", "cp", False, BACKUP)
+    core = _replicating_core()
+    assert _answers(_member(core, 1, registration, login=False), BackupReplicationStartFailedMessage) == []
+    assert _answers(_member(core, 2, registration), BackupReplicationStartFailedMessage) == [
+        BackupReplicationStartFailedMessage(BackupRegistrationProblem.EXCEPTION)]
+    _backup(core, 3)  # a backup of the reference's own kind: the primary is replicating now
+    assert _answers(_member(core, 4, registration), BackupReplicationStartFailedMessage) == [
+        BackupReplicationStartFailedMessage(BackupRegistrationProblem.ALREADY_REPLICATING)]
+
+
+def test_a_connector_is_printed_as_artemis_prints_it() -> None:
+    connector = TransportConfiguration("node0", "org.apache.activemq.artemis.core.remoting.impl.netty."
+                                       "NettyConnectorFactory", (
+                                           TransportParam("host", TransportParamType.STRING, "127.0.0.1"),
+                                           TransportParam("sslEnabled", TransportParamType.BOOLEAN, True),
+                                           TransportParam("keyStorePassword", TransportParamType.STRING, "s")))
+    assert java_string(connector) == (
+        "TransportConfiguration(name=node0, factory=org-apache-activemq-artemis-core-remoting-impl-netty-"
+        "NettyConnectorFactory)?host=127-0-0-1&sslEnabled=true&keyStorePassword=****")
