@@ -41,7 +41,7 @@ class ScriptedCore:
         self.batches = 0
         self.batch_taken = asyncio.Event()
 
-    def connection_made(self, conn_id: int, now_ms: int, peer: str) -> None:
+    def connection_made(self, conn_id: int, now_ms: int, peer: str, peer_certificate: bytes | None = None) -> None:
         self.outbox[conn_id] = bytearray()
         self.early[conn_id] = bytearray()
 
