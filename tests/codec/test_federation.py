@@ -6,9 +6,7 @@ does not know is refused at its class name's offset."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import struct
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,25 +30,15 @@ from cck.codec import (
 from cck.codec._packets.federation import FEDERATION_CREDENTIALS, FEDERATION_POLICY_FORMATS
 from cck.codec._primitives import NB, Str
 
-VECTORS = Path(__file__).resolve().parents[2] / "fixtures" / "vectors" / "packets.jsonl"
+from .vectors import artemis_bytes
+
 HEADER = 13
 CONFIG = "org.apache.activemq.artemis.core.config.federation."
-
-
-def _artemis(vector_id: str) -> bytes:
-    with VECTORS.open(encoding="utf-8") as handle:
-        for line in handle:
-            record = json.loads(line)
-            if record["id"] == vector_id:
-                return bytes.fromhex(record["hex"])
-    raise LookupError(vector_id)
-
-
-NO_CREDENTIALS = _artemis("FEDERATION_DOWNSTREAM_CONNECT/no-credentials@136")
-NULL_PASSWORD = _artemis("FEDERATION_DOWNSTREAM_CONNECT/credentials-null-password@136")
-QUEUE_POLICY = _artemis("FEDERATION_DOWNSTREAM_CONNECT/queue-policy@136")
-ADDRESS_POLICY = _artemis("FEDERATION_DOWNSTREAM_CONNECT/address-policy@136")
-ALL = _artemis("FEDERATION_DOWNSTREAM_CONNECT/policies-set-transformer@136")
+NO_CREDENTIALS = artemis_bytes("FEDERATION_DOWNSTREAM_CONNECT/no-credentials@136")
+NULL_PASSWORD = artemis_bytes("FEDERATION_DOWNSTREAM_CONNECT/credentials-null-password@136")
+QUEUE_POLICY = artemis_bytes("FEDERATION_DOWNSTREAM_CONNECT/queue-policy@136")
+ADDRESS_POLICY = artemis_bytes("FEDERATION_DOWNSTREAM_CONNECT/address-policy@136")
+ALL = artemis_bytes("FEDERATION_DOWNSTREAM_CONNECT/policies-set-transformer@136")
 UPSTREAM = TransportConfiguration(
     "upstream",
     params=(TransportParam("host", TransportParamType.STRING, "broker-a.example"),

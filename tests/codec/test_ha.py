@@ -5,9 +5,6 @@ combinations a decoder would not give back."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from cck.codec import (
@@ -28,17 +25,9 @@ from cck.codec import (
 )
 from cck.codec._primitives import I32, N1, Bool, Str
 
-VECTORS = Path(__file__).resolve().parents[2] / "fixtures" / "vectors" / "packets.jsonl"
+from .vectors import artemis_bytes
+
 NODE = "11111111-2222-3333-4444-555555555555"
-
-
-def _artemis(vector_id: str) -> bytes:
-    with VECTORS.open(encoding="utf-8") as handle:
-        for line in handle:
-            record = json.loads(line)
-            if record["id"] == vector_id:
-                return bytes.fromhex(record["hex"])
-    raise LookupError(vector_id)
 
 
 def test_backup_registration_built_in_python_is_artemis_bytes() -> None:
@@ -53,24 +42,24 @@ def test_backup_registration_built_in_python_is_artemis_bytes() -> None:
         backup_wants_fail_back=True,
         connector=connector,
     )
-    frame = _artemis("BACKUP_REGISTRATION/fail-back@136")
+    frame = artemis_bytes("BACKUP_REGISTRATION/fail-back@136")
     assert encode_packet(packet, 3) == frame
     assert decode_frame(frame).packet == packet
 
 
 @pytest.mark.parametrize("problem", list(BackupRegistrationProblem), ids=lambda p: p.name)
 def test_registration_failed_codes_are_artemis_bytes(problem: BackupRegistrationProblem) -> None:
-    frame = _artemis(f"BACKUP_REGISTRATION_FAILED/{problem.name.lower().replace('_', '-')}@136")
+    frame = artemis_bytes(f"BACKUP_REGISTRATION_FAILED/{problem.name.lower().replace('_', '-')}@136")
     assert encode_packet(BackupReplicationStartFailedMessage(problem), 3) == frame
     assert decode_frame(frame).packet == BackupReplicationStartFailedMessage(int(problem))
 
 
 def test_server_connect_vote_built_in_python_is_artemis_bytes() -> None:
     request = QuorumVoteMessage(PRIMARY_FAILOVER_VOTE, ServerConnectVote(vote=False, node_id=NODE))
-    assert encode_packet(request, 3) == _artemis("QUORUM_VOTE/primary-failover@136")
+    assert encode_packet(request, 3) == artemis_bytes("QUORUM_VOTE/primary-failover@136")
     reply = QuorumVoteReplyMessage(LIVE_FAILOVER_VOTE, ServerConnectVote(vote=True, node_id=NODE))
-    assert encode_packet(reply, 3) == _artemis("QUORUM_VOTE_REPLY/live-failover-not-found@136")
-    found = decode_frame(_artemis("QUORUM_VOTE_REPLY/primary-failover-found@136")).packet
+    assert encode_packet(reply, 3) == artemis_bytes("QUORUM_VOTE_REPLY/live-failover-not-found@136")
+    found = decode_frame(artemis_bytes("QUORUM_VOTE_REPLY/primary-failover-found@136")).packet
     assert isinstance(found, QuorumVoteReplyMessage)
     assert found.vote is not None
     assert found.vote.transport_configuration is not None
@@ -79,7 +68,7 @@ def test_server_connect_vote_built_in_python_is_artemis_bytes() -> None:
 
 
 def test_other_handlers_keep_the_vote_bytes() -> None:
-    frame = _artemis("QUORUM_VOTE_REPLY/request-backup@136")
+    frame = artemis_bytes("QUORUM_VOTE_REPLY/request-backup@136")
     packet = decode_frame(frame).packet
     assert isinstance(packet, QuorumVoteReplyMessage)
     assert packet.vote is None

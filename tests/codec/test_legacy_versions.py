@@ -7,9 +7,6 @@ vector written at 121, 128 or 129 is what the same class writes at every version
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from cck.codec import (
@@ -20,9 +17,7 @@ from cck.codec import (
     encode_packet,
 )
 
-VECTORS = Path(__file__).resolve().parents[2] / "fixtures" / "vectors" / "packets.jsonl"
-_HEX = {json.loads(line)["id"]: bytes.fromhex(json.loads(line)["hex"])
-        for line in VECTORS.read_text(encoding="utf-8").splitlines() if line.strip()}  # fmt: skip
+from .vectors import artemis_bytes
 
 
 def test_the_hornetq_preamble_is_as_long_as_artemis_s() -> None:
@@ -34,7 +29,7 @@ def test_the_hornetq_preamble_is_as_long_as_artemis_s() -> None:
 def test_a_consumer_priority_is_not_written_before_2_7(version: int) -> None:
     """Artemis writes the priority only when ``isVersionSupportConsumerPriority`` (>= 130; 0 counts as old)."""
     packet = SessionCreateConsumerMessage(0, "q1", None, False, True, priority=4)
-    assert encode_packet(packet, 10, version=version) == _HEX["SESS_CREATECONSUMER/no-priority@129"]
+    assert encode_packet(packet, 10, version=version) == artemis_bytes("SESS_CREATECONSUMER/no-priority@129")
 
 
 @pytest.mark.parametrize("version", [124, 128, 130, 136])
@@ -42,7 +37,7 @@ def test_a_consumer_priority_is_read_whenever_it_is_there(version: int) -> None:
     """Decoders read it if bytes remain (what a 2.7+ client wrote reaches an old-version reader intact)."""
     written = encode_packet(SessionCreateConsumerMessage(0, "q1", priority=4), 10, version=136)
     assert decode_frame(written, version=version).packet == SessionCreateConsumerMessage(0, "q1", priority=4)
-    plain = decode_frame(_HEX["SESS_CREATECONSUMER/no-priority@129"], version=version).packet
+    plain = decode_frame(artemis_bytes("SESS_CREATECONSUMER/no-priority@129"), version=version).packet
     assert plain == SessionCreateConsumerMessage(0, "q1", priority=None)
 
 
@@ -51,8 +46,8 @@ def test_the_1x_send_and_receive_layouts_hold_for_every_version_before_129(versi
     """Artemis's SessionSendMessage_1X / SessionReceiveMessage_1X vectors (written at 121 and at 128, the same
     bytes) decode and re-encode unchanged at the versions between."""
     for name in ("SESS_SEND/text-durable", "SESS_SEND/empty-body", "SESS_RECEIVE_MSG/notes"):
-        data = _HEX[f"{name}@128"]
-        assert _HEX[f"{name}@121"] == data
+        data = artemis_bytes(f"{name}@128")
+        assert artemis_bytes(f"{name}@121") == data
         frame = decode_frame(data, version=version)
         assert encode_packet(frame.packet, frame.channel_id, version=version) == data
 
