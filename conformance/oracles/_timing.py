@@ -93,11 +93,13 @@ DEFAULT_TOLERANCE = Tolerance(absolute_ms=25.0, relative=0.05)
 
 #: How much later than the tolerance a client's *first* reconnect attempt may come when the schedule counts from
 #: the kit's cut of its connection: the client can only start once it has read the close, and that reaction is
-#: not a wait of the schedule.  Measured on this project's 2-core machine: the stock Artemis 2.44.0 client's first
-#: attempt came 14-27 ms after the cut (56 rows, median 16 ms, the machine busy), the kit's client's within 8 ms.
-#: Only the late side of attempt 0 is widened (scaled like the tolerance): an immediate attempt may come up to
-#: 50 ms after the cut; a client that waits a retry interval of 100 ms first still fails.
-FIRST_ATTEMPT_REACTION_MS = 25.0
+#: not a wait of the schedule.  Measured on this project's 2-core machine in `make test`'s client runs (118 rows of
+#: the stock clients' attempt 0): the stock Artemis clients' first attempt came 0-50.5 ms after the cut (median
+#: 25 ms for 2.44.0, 29 ms for 2.28.0, 90th percentile 36 ms), the kit's client's within 3 ms.  Only the late side
+#: of attempt 0 is widened (scaled like the tolerance): an immediate attempt may come up to 70 ms after the cut,
+#: which covers the slowest seen with 40 % to spare; a client that waits a retry interval of 100 ms first still
+#: fails.
+FIRST_ATTEMPT_REACTION_MS = 45.0
 
 #: ``ok``/``early``/``late``: judged against the tolerance. ``missing``: expected, never observed.
 #: ``extra``: observed beyond the end of the schedule. ``unjudged``: nothing to compare with (the
