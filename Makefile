@@ -61,7 +61,9 @@ EXTRA_PYTHONS := $(subst $(space),:,$(strip $(wildcard $(HOME)/.pyenv/versions/3
 # 6 min) on one core while reports, py313 and wheel (about 4, 3 and 2: the built wheel installed outside the
 # checkout, tests/test_wheel.py) share the other, then lint and type.
 UNIT_ENVS := py311,reports,py313,wheel,lint,type
-CONFORMANCE_ENVS := conformance-reference,conformance-clients,conformance-artemis244,conformance-artemis228
+# Artemis 2.28.0's broker cases run by hand (tox -e conformance-artemis228, conformance-artemis228-cluster): with
+# them make test passed 60 minutes on a slower machine; the stock 2.28.0 client stays (conformance-clients).
+CONFORMANCE_ENVS := conformance-reference,conformance-clients,conformance-artemis244
 test: setup
 	PATH="$$PATH$(if $(EXTRA_PYTHONS),:$(EXTRA_PYTHONS))" $(BIN)/tox run-parallel -p 2 --parallel-no-spinner -e $(UNIT_ENVS)
 	PATH="$$PATH$(if $(EXTRA_PYTHONS),:$(EXTRA_PYTHONS))" $(BIN)/tox run -e $(CONFORMANCE_ENVS)

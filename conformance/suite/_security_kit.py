@@ -23,13 +23,13 @@ from cck.conformance.targets import ClusterSpec, HASpec, SecurityRule, SecurityS
 from cck.conformance.verdicts import CheckFailed, Unsupported
 from cck.reference.client import ClientSettings, Connection, Session, connect
 
-from ._kit import RESTARTING, client_settings
+from ._kit import RESTARTING, client_settings, poll_value
 
 __all__ = [
     "ADMIN", "ANSWERS", "ATTRIBUTE_KEY", "CLUSTER", "CLUSTERED", "FQQN_ADDRESS", "FQQN_QUEUES", "FQQN_USER",
     "GUEST_ROLE", "MANAGEMENT_ADDRESS", "MATCHER", "PERMISSIONS", "PREFIX", "REPLICATED", "REPLY_TO_KEY",
     "RESOURCE_KEY", "RULES", "SECURED", "SETUP_CHANNEL", "SUCCEEDED_KEY", "USERS", "WITH_GUEST", "MakeTarget", "Rogue",
-    "Wire", "admin_session", "all_but", "only", "secured", "settings_for",
+    "Wire", "COUNT_S", "admin_session", "all_but", "only", "secured", "settings_for", "settled_count",
 ]  # fmt: skip
 
 MakeTarget = Callable[[Topology], Target]
@@ -119,6 +119,20 @@ def settings_for(target: Target) -> ClientSettings:
     """The kit's client for these cases: no reconnection, acknowledgements answered (so what the administrator
     sees next counts them)."""
     return client_settings(target, RESTARTING, reconnect_attempts=0, block_on_acknowledge=True)
+
+
+#: how long a queue's message count may lag behind the answer to a send
+COUNT_S = 5.0
+
+
+async def settled_count(admin: Session, queue: str, expected: int, seconds: float) -> int:
+    """The message count of ``queue``, looked at until it is ``expected`` or ``seconds`` passed (the last one seen).
+    Artemis may count a durable message on its queue a moment after it answered the send (both wait for the same
+    journal write, and the answer can come first), and an acknowledged one a moment after the acknowledgement."""
+    async def count() -> int:
+        return (await admin.queue_query(queue)).message_count
+
+    return (await poll_value(count, lambda n: n == expected, seconds))[-1]
 
 
 async def admin_session(target: Target) -> tuple[Connection, Session]:

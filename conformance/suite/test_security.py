@@ -44,11 +44,12 @@ from cck.conformance.targets import CONFIG, User
 from cck.conformance.verdicts import CheckFailed
 from cck.reference.client import BrokerRefused, ClientSettings, Connection, Session, connect
 
-from ._kit import QUIET_S, RECEIVE_S, message, observed, poll_value, run, unique
+from ._kit import QUIET_S, RECEIVE_S, message, observed, run, unique
 from ._security_kit import (
     ADMIN,
     ANSWERS,
     ATTRIBUTE_KEY,
+    COUNT_S,
     FQQN_ADDRESS,
     FQQN_QUEUES,
     FQQN_USER,
@@ -69,12 +70,11 @@ from ._security_kit import (
     only,
     secured,
     settings_for,
+    settled_count,
 )
 
 #: how long a broker may take to answer a request
 ANSWER_S = 15.0
-#: how long a queue's message count may lag behind the answer to a send
-COUNT_S = 5.0
 WRONG_PASSWORD = "wrong-password"  # noqa: S105  (sent to be refused)
 #: the channel the pipelined case asks its (refused) session on
 REFUSED_CHANNEL = 10
@@ -263,7 +263,8 @@ def test_guest(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
                            cck_settings.deadline(ANSWER_S), "the guest's send")
             await _refusal(guest.create_queue(address, created, routing_type=RoutingType.ANYCAST, durable=True),
                            cck_settings.deadline(ANSWER_S), "the guest's CREATE_QUEUE")
-            assert (await admin.queue_query(address)).message_count == 1, "the guest's message is not on the queue"
+            found = await settled_count(admin, address, 1, cck_settings.deadline(COUNT_S))
+            assert found == 1, f"{found} message(s) on {address}: the guest's message is not on the queue"
             assert not (await admin.queue_query(created)).exists, f"the guest's refused queue {created} exists"
 
     run(cck_settings, scenario())
@@ -336,13 +337,7 @@ async def _delete_queue(user: Session, names: Names, seconds: float) -> None:
 
 async def _count_is(admin: Session, names: Names, allowed: bool, *, if_allowed: int, if_refused: int) -> list[str]:
     expected = if_allowed if allowed else if_refused
-
-    async def count() -> int:
-        return (await admin.queue_query(names.queue)).message_count
-
-    # Artemis 2.28.0 may count a durable message on its queue a moment after it answered the send (both wait for
-    # the same journal write, and the answer can come first): looked at until it is the expected count, bounded
-    found = (await poll_value(count, lambda n: n == expected, COUNT_S))[-1]
+    found = await settled_count(admin, names.queue, expected, COUNT_S)
     return [] if found == expected else [f"{found} message(s) on {names.queue}, expected {expected}"]
 
 
@@ -429,7 +424,7 @@ async def _managed(admin: Session, names: Names, allowed: bool) -> list[str]:
     (and the queue keeps its message either way)."""
     reply = _reply_queue(names)
     problems = await _count_is(admin, names, allowed, if_allowed=1, if_refused=1)
-    answers = (await admin.queue_query(reply)).message_count
+    answers = await settled_count(admin, reply, 1 if allowed else 0, COUNT_S)
     if not allowed:
         return problems + ([f"{answers} management answer(s) on {reply} to a refused request"] if answers else [])
     if answers != 1:
@@ -575,15 +570,17 @@ def test_fully_qualified_queue_name(case: Case, cck_make_target: MakeTarget, cck
             for each in FQQN_QUEUES:
                 if not (await admin.queue_query(each)).exists:
                     await admin.create_queue(FQQN_ADDRESS, each, routing_type=RoutingType.MULTICAST, durable=True)
+            prior = (await admin.queue_query(queue)).message_count  # earlier runs' messages may be there
             await admin.create_producer(FQQN_ADDRESS).send(message(f"{case.id}:0", 0))
-            before = (await admin.queue_query(queue)).message_count
+            before = await settled_count(admin, queue, prior + 1, cck_settings.deadline(COUNT_S))
+            assert before == prior + 1, f"the administrator's message did not reach {queue} ({before} there)"
             session = await _user_session(connection, FQQN_USER)
             attempt = _consume(session, names, cck_settings.deadline(RECEIVE_S))
             await _decided(attempt, allowed, cck_settings.deadline(ANSWER_S), f"the consumer on {queue}", evidence)
-            after = await admin.queue_query(queue)
             expected = before - 1 if allowed else before
-            assert after.message_count == expected, (
-                f"{after.message_count} message(s) on {queue} after the case, expected {expected}")
+            found = await settled_count(admin, queue, expected, cck_settings.deadline(COUNT_S))
+            after = await admin.queue_query(queue)
+            assert found == expected, f"{found} message(s) on {queue} after the case, expected {expected}"
             assert allowed or not after.consumer_count, (
                 f"{after.consumer_count} consumer(s) on {queue} after the refusal")
 
@@ -605,6 +602,7 @@ def test_credentials_per_session(case: Case, cck_make_target: MakeTarget, cck_se
             evidence.note("refusal", refused.broker_message)
             await observed(admin.create_producer(address).send(message(f"{case.id}:0", 0)),
                            cck_settings.deadline(ANSWER_S), "the first session's send after the refusal")
-            assert (await admin.queue_query(address)).message_count == 1, "the first session's message is missing"
+            found = await settled_count(admin, address, 1, cck_settings.deadline(COUNT_S))
+            assert found == 1, f"{found} message(s) on {address}: the first session's message is missing"
 
     run(cck_settings, scenario())

@@ -47,7 +47,17 @@ from cck.conformance.verdicts import CheckFailed
 from cck.reference.client import BrokerRefused, Connection, ConnectionFailed, connect
 
 from ._kit import RECEIVE_S, message, observed, run, unique
-from ._security_kit import ADMIN, PREFIX, SETUP_CHANNEL, MakeTarget, Wire, secured, settings_for
+from ._security_kit import (
+    ADMIN,
+    COUNT_S,
+    PREFIX,
+    SETUP_CHANNEL,
+    MakeTarget,
+    Wire,
+    secured,
+    settings_for,
+    settled_count,
+)
 from ._tls_material import CERTIFIED, TlsMaterial, client_context, make_material, subject_of
 
 #: how long a broker may take to answer, or to close a connection it refuses
@@ -226,7 +236,7 @@ def test_certificate_login(case: Case, cck_make_target: MakeTarget, tls_material
                     expected += 1
                 else:
                     await _refused(send, seconds, "the send of a certificate user without send", evidence)
-            found = (await admin.queue_query(address)).message_count
+            found = await settled_count(admin, address, expected, cck_settings.deadline(COUNT_S))
             evidence.note("messages", found)
             assert found == expected, f"{found} message(s) on {address}, expected {expected}"
 
