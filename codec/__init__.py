@@ -33,13 +33,16 @@ from ._constants import (
     ARTEMIS_2_37_0_VERSION,
     COMPATIBLE_VERSIONS,
     CURRENT_VERSION,
+    AddOperationType,
     BackupRegistrationProblem,
     DisconnectReason,
     ExceptionType,
     MessageType,
     PacketType,
+    PrimaryStopping,
     PropertyType,
     RoutingType,
+    SyncDataType,
     TransportParamType,
 )
 from ._discovery import (
@@ -151,6 +154,11 @@ from ._packets.queues import (
     SessionQueueQueryResponseMessage_V2,
     SessionQueueQueryResponseMessage_V3,
 )
+from ._packets.replication import (
+    ReplicationAddMessage,
+    ReplicationPrimaryIsStoppingMessage,
+    ReplicationStartSyncMessage,
+)
 from ._packets.session import (
     CreateSessionMessage,
     CreateSessionMessage_V2,
@@ -226,6 +234,7 @@ __all__ = [
     "ARTEMIS_2_37_0_VERSION",
     "ARTEMIS_2_7_0_VERSION",
     "ActiveMQExceptionMessage",
+    "AddOperationType",
     "BackupRegistrationMessage",
     "BackupRegistrationProblem",
     "BackupReplicationStartFailedMessage",
@@ -301,6 +310,7 @@ __all__ = [
     "PacketType",
     "PacketsConfirmedMessage",
     "Ping",
+    "PrimaryStopping",
     "Property",
     "PropertyType",
     "PropertyValue",
@@ -309,6 +319,9 @@ __all__ = [
     "ReattachSessionMessage",
     "ReattachSessionResponseMessage",
     "RemoveProducerMessage",
+    "ReplicationAddMessage",
+    "ReplicationPrimaryIsStoppingMessage",
+    "ReplicationStartSyncMessage",
     "RollbackMessage",
     "RoutingType",
     "SERVER_CONNECT_VOTE_HANDLERS",
@@ -367,6 +380,7 @@ __all__ = [
     "SessionXASuspend",
     "SubscribeClusterTopologyUpdatesMessage",
     "SubscribeClusterTopologyUpdatesMessageV2",
+    "SyncDataType",
     "TransportConfiguration",
     "TransportParam",
     "TransportParamType",

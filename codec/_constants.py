@@ -22,13 +22,16 @@ __all__ = [
     "ARTEMIS_2_37_0_VERSION",
     "COMPATIBLE_VERSIONS",
     "CURRENT_VERSION",
+    "AddOperationType",
     "BackupRegistrationProblem",
     "DisconnectReason",
     "ExceptionType",
     "MessageType",
     "PacketType",
+    "PrimaryStopping",
     "PropertyType",
     "RoutingType",
+    "SyncDataType",
     "TransportParamType",
 ]
 
@@ -114,6 +117,7 @@ class PacketType(IntEnum):
     SESS_PRODUCER_CREDITS = 80
     SESS_INDIVIDUAL_ACKNOWLEDGE = 81
     SESS_PRODUCER_FAIL_CREDITS = 82
+    REPLICATION_APPEND = 91
     SESS_ADD_METADATA = 104
     SESS_ADD_METADATA2 = 105
     SESS_UNIQUE_ADD_METADATA = 106
@@ -124,6 +128,8 @@ class PacketType(IntEnum):
     CLUSTER_TOPOLOGY_V2 = 114
     BACKUP_REGISTRATION = 115
     BACKUP_REGISTRATION_FAILED = 116
+    REPLICATION_START_FINISH_SYNC = 120
+    REPLICATION_SCHEDULED_FAILOVER = 121
     CLUSTER_TOPOLOGY_V3 = 122
     DISCONNECT_V2 = 124
     CLUSTER_CONNECT = 125
@@ -239,6 +245,36 @@ class BackupRegistrationProblem(IntEnum):
     EXCEPTION = 0
     AUTHENTICATION = 1
     ALREADY_REPLICATING = 2
+
+
+class AddOperationType(IntEnum):
+    """What a REPLICATION_APPEND does to its record: the byte ``ReplicationManager.ADD_OPERATION_TYPE.toRecord()``
+    writes from protocol 131 (Artemis 2.18.0) on.  Before 131 the packet carries a boolean instead, true for
+    ``UPDATE`` (see :class:`~codec.ReplicationAddMessage`)."""
+
+    UPDATE = 0
+    ADD = 1
+    EVENT = 2
+
+
+class SyncDataType(IntEnum):
+    """What the IDs of a REPLICATION_START_FINISH_SYNC are (``ReplicationStartSyncMessage.SyncDataType`` codes):
+    journal file IDs of the bindings or the messages journal, large-message IDs, or (with synchronization finished)
+    the primary's node activation sequence."""
+
+    JournalBindings = 0
+    JournalMessages = 1
+    LargeMessages = 2
+    ActivationSequence = 3
+
+
+class PrimaryStopping(IntEnum):
+    """The ``int`` of REPLICATION_SCHEDULED_FAILOVER (``ReplicationPrimaryIsStoppingMessage.PrimaryStopping``, called
+    ``ReplicationLiveIsStoppingMessage.LiveStopping`` before Artemis 2.32.0): the primary's stop was called, then the
+    order to fail over now."""
+
+    STOP_CALLED = 0
+    FAIL_OVER = 1
 
 
 class MessageType(IntEnum):

@@ -11,6 +11,7 @@ from ._packets import kit as _kit
 from ._packets import messages as _m
 from ._packets import producers as _p
 from ._packets import queues as _q
+from ._packets import replication as _r
 from ._packets import session as _s
 from ._packets import topology as _t
 from ._packets import xa as _x
@@ -48,6 +49,10 @@ PACKET_CLASSES: dict[PacketType, type[Packet]] = {
         _ha.BackupReplicationStartFailedMessage,
         _ha.QuorumVoteMessage,
         _ha.QuorumVoteReplyMessage,
+        # journal replication from a primary to its backup (channel 2)
+        _r.ReplicationAddMessage,
+        _r.ReplicationStartSyncMessage,
+        _r.ReplicationPrimaryIsStoppingMessage,
         # federation between brokers
         _f.FederationDownstreamConnectMessage,
         # sessions
