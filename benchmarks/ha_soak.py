@@ -1,24 +1,45 @@
-"""HA soak (outside CI): seeded kill -9s alternating across the primary and the backup of a shared-store pair under
-load, then a final drain and a judgement of every send and acknowledgement the clients saw.
+"""HA soak (outside CI): seeded kill -9s alternating across the primary and the backup of a shared-store or a
+replication pair under load, then a final drain and a judgement of every send and acknowledgement the clients saw.
 
-The pair is ``Topology.ha_pair`` with allow-failback: ``node0`` the primary, ``node1`` its backup on the same store.
-``--producers`` and ``--consumers`` clients of the kit (each on its own connection, given the primary's URL only:
-the backup is learnt from the topology; reconnecting every 100 ms, forever) run the whole time on one durable
-anycast queue.  A producer sends durable keyed messages, each carrying its key as duplicate ID (``_AMQ_DUPL_ID``);
-a send that returned is confirmed (blocking durable sends); one whose outcome is unknown (FailoverInterrupted,
-CallTimeout, a refusal during the move) is sent again with the same key until it is confirmed.  A consumer
-acknowledges each message individually and blocking (``block_on_acknowledge``): an acknowledgement that returned is
-confirmed, one that raised is in doubt.
+The pair is ``Topology.ha_pair`` with allow-failback (``--policy``: ``shared-store``, the default, or
+``replication``, whose restarted primary checks for a live server: ``conformance/suite/_ha_kit.ha_spec``):
+``node0`` the primary, ``node1`` its backup.  ``--producers`` and ``--consumers`` clients of the kit (each on its own
+connection, given the primary's URL only: the backup is learnt from the topology; reconnecting every 100 ms,
+forever) run the whole time on one durable anycast queue.  A producer sends durable keyed messages, each carrying
+its key as duplicate ID (``_AMQ_DUPL_ID``); a send that returned is confirmed (blocking durable sends); one whose
+outcome is unknown (FailoverInterrupted, CallTimeout, a refusal during the move) is sent again with the same key
+until it is confirmed.  A consumer acknowledges each message individually and blocking (``block_on_acknowledge``):
+an acknowledgement that returned is confirmed, one that raised is in doubt.
 
-The kills come from the seed (:func:`schedule`): odd kills hit the primary, even ones the backup.  After a kill of
-the primary the kit waits until the backup serves (a client's session created on it), lets it serve alone for a
-seeded while, then either starts the primary again (it takes the store back: failback) or, with the
-``--both-down`` probability, kills the backup too while it is the one serving: nothing serves until the kit starts
-the backup (it activates on the free store), waits for every client to be back on it (``--eager-failback``: not)
-and starts the primary (failback).  A kill of the backup while it waits is followed by its start.  Between kills
-the pair is whole, every client has made progress since the restore (one confirmed send per producer, one receipt
-per consumer) and is on the primary with the backup learnt from its topology (a backup that handed the store back
-announces itself again first); then a seeded pause.  Every wait has a deadline.
+The kills come from the seed (:func:`schedule`): odd kills hit the primary, even ones the backup.
+
+Shared store.  After a kill of the primary the kit waits until the backup serves (a client's session created on
+it), lets it serve alone for a seeded while, then either starts the primary again (it takes the store back:
+failback) or, with the ``--both-down`` probability, kills the backup too while it is the one serving: nothing
+serves until the kit starts the backup (it activates on the free store), waits for every client to be back on it
+(``--eager-failback``: not) and starts the primary (failback).  A kill of the backup while it waits is followed by
+its start.
+
+Replication.  The primary is killed only while its backup holds its whole state (the backup said it is
+synchronised); the backup then takes over, serves alone for a seeded while, and the kit starts the primary again:
+it synchronises from the backup, which hands back to it (failback) and follows it again.  A kill of the backup
+leaves the primary serving alone: every client must make progress on it (the primary keeps confirming sends); after
+a seeded while the kit starts the backup and waits until it says it is synchronised.  With the ``--both-down``
+probability the backup stays down instead and the next kill takes the primary while it serves alone: nothing serves
+until the kit starts the primary (it holds the latest state; with nothing live to check for, it activates on its own
+journal) and then the backup (synchronised from it).  The schedule never kills the only holder of the latest state
+while its partner is not synchronised (a backup serving alone, or a primary whose backup has not synchronised):
+a replication pair loses what only that server held (the partner cannot take over, or activates on an older
+journal), which is the policy's limit, not a broker's anomaly.
+
+Between kills the pair is whole (replication: a backup started again said it is synchronised), every client has
+made progress since the restore (one confirmed send per producer, one receipt per consumer) and is on the primary
+with the backup learnt from its topology (a backup that handed back announces itself to the primary again first);
+then a seeded pause.  Every wait has a deadline.  A replication backup that handed back synchronises again in the
+same process: the kit waits for no log line of it (the target's synchronised line is read from the process's
+start), only for its announcement (the reference backup makes it once synchronised); the next kill is the
+backup's, which loses nothing, and the primary is killed again only after the backup's next start said it is
+synchronised.
 
 At the end the producers stop (each finishes its message), the consumers take every confirmed message, they are
 closed, and a final consumer drains the queue up to a fence sent to its tail.  The judgement (:func:`judge`):
@@ -38,6 +59,7 @@ both are counted in the evidence, not judged.  Exit status 0: nothing anomalous;
 aborted); 2: bad arguments.
 
     python benchmarks/ha_soak.py --target reference --kills 200 --seed 1 --json soak.json
+    python benchmarks/ha_soak.py --target reference --policy replication --kills 200 --seed 1
     python benchmarks/ha_soak.py --target artemis --artemis-version 2.44.0 --kills 200 --seed 1
 """
 
@@ -69,9 +91,9 @@ from typing import Any, Final, Literal
 import cck
 from cck.codec import CURRENT_VERSION, CoreMessage, RoutingType, TypedProperties
 from cck.conformance.oracles import ACK, SEND, History, HistoryResult, check
+from cck.conformance.suite._ha_kit import POLICIES, Policy, acceptor, ha_spec
 from cck.conformance.targets import (
     ArtemisTarget,
-    HASpec,
     ManagedTarget,
     ReferenceTarget,
     TargetError,
@@ -85,7 +107,6 @@ from cck.reference.client import (
     ClientSettings,
     Connection,
     ConnectionFailed,
-    Connector,
     Consumer,
     Delivery,
     FailoverEvent,
@@ -131,31 +152,49 @@ class Kill:
     #: 1-based position in the schedule
     index: int
     node: Literal["node0", "node1"]
-    #: ``serving``: the server is the active one when killed; ``waiting``: a backup waiting for the store
+    #: ``serving``: the server is the active one when killed; ``waiting``: a backup waiting to take over (for the
+    #: shared store; under replication, following its primary)
     state: Literal["serving", "waiting"]
-    #: seconds between the pair being back (whole, or the backup serving alone before a kill of it) and this kill
+    #: seconds between the pair being back (whole, or one server serving alone before a kill of it) and this kill
     pause_s: float
-    #: a kill of the primary: seconds the backup serves alone before the kit starts the primary again; None: the
-    #: next kill takes the backup while it serves alone
+    #: seconds the other server serves alone before the kit starts the killed one again (a kill of the primary; under
+    #: replication, of the backup too); None: the next kill takes the server left serving alone, or (a shared-store
+    #: backup that waited, a kill that left both servers down) the kit starts the killed one at once
     alone_s: float | None = None
+    #: after this kill neither server runs (a shared-store backup serving alone; a replication primary serving
+    #: alone, its backup down since the kill before)
+    both_down: bool = False
 
     @property
     def role(self) -> str:
         return "primary" if self.node == PRIMARY else "backup"
 
+    @property
+    def label(self) -> str:
+        """Its role and state, and a primary's backup already down (what the evidence counts kills by)."""
+        return f"{self.role} ({self.state}{', backup down' if self.node == PRIMARY and self.both_down else ''})"
+
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "node": self.node, "role": self.role, "state": self.state,
-                "pause_s": self.pause_s, "alone_s": self.alone_s}
+                "pause_s": self.pause_s, "alone_s": self.alone_s, "both_down": self.both_down}
 
 
-def schedule(kills: int, seed: int, *, both_down: float = 0.25, pause_s: tuple[float, float] = (0.5, 1.5),
-             alone_s: tuple[float, float] = (0.5, 1.5)) -> tuple[Kill, ...]:
-    """``kills`` kills drawn from ``seed``: the primary at odd positions, the backup at even ones.  The backup is
-    killed while it serves alone (both servers down then) with probability ``both_down``, else while it waits after
-    the primary took the store back; pauses are uniform in ``pause_s`` and ``alone_s`` (seconds, rounded to ms).
-    The same arguments give the same schedule."""
+def schedule(kills: int, seed: int, *, policy: Policy = "shared-store", both_down: float = 0.25,
+             pause_s: tuple[float, float] = (0.5, 1.5), alone_s: tuple[float, float] = (0.5, 1.5)) -> tuple[Kill, ...]:
+    """``kills`` kills drawn from ``seed``: the primary at odd positions, the backup at even ones; pauses uniform in
+    ``pause_s`` and ``alone_s`` (seconds, rounded to ms).  The same arguments give the same schedule.
+
+    ``shared-store``: the backup is killed while it serves alone (both servers down then) with probability
+    ``both_down``, else while it waits after the primary took the store back.  ``replication``: every kill of the
+    primary finds its backup running (the soak waits for it to synchronise first) and every kill of the backup finds
+    it waiting; with probability ``both_down`` the backup stays down until the next kill, of the primary serving
+    alone (both servers down then), else it is started again after the primary served alone.  A replication
+    backup is never killed while it serves alone: the primary's journal is older than its own, so the pair could
+    only come back without what the backup alone confirmed."""
     if kills < 1:
         raise ValueError(f"kills must be >= 1, got {kills}")
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
     if not 0.0 <= both_down <= 1.0:
         raise ValueError(f"both_down is a probability (0 to 1), got {both_down}")
     for name, (low, high) in (("pause_s", pause_s), ("alone_s", alone_s)):
@@ -163,13 +202,22 @@ def schedule(kills: int, seed: int, *, both_down: float = 0.25, pause_s: tuple[f
             raise ValueError(f"{name} must be 0 <= min <= max, got {low}, {high}")
     rng = random.Random(seed)
     out: list[Kill] = []
+    backup_down = False  # replication: the backup kill before this pair left it down
     for index in range(1, kills + 1, 2):
-        # four draws per pair of kills whatever is chosen: a schedule's prefix does not depend on its length
+        # four draws per pair of kills whatever is chosen (a fifth under replication): a schedule's prefix does not
+        # depend on its length
         pause, alone, next_pause = (round(rng.uniform(*pause_s), 3), round(rng.uniform(*alone_s), 3),
                                     round(rng.uniform(*pause_s), 3))
-        serving_backup = rng.random() < both_down and index < kills
-        if serving_backup:
-            out += [Kill(index, PRIMARY, "serving", pause), Kill(index + 1, BACKUP, "serving", alone)]
+        draw = rng.random()
+        if policy == "replication":
+            primary_alone = round(rng.uniform(*alone_s), 3)
+            out.append(Kill(index, PRIMARY, "serving", pause, None if backup_down else alone, both_down=backup_down))
+            # the backup stays down only when a kill of the primary follows
+            backup_down = draw < both_down and index + 2 <= kills
+            if index < kills:
+                out.append(Kill(index + 1, BACKUP, "waiting", next_pause, None if backup_down else primary_alone))
+        elif draw < both_down and index < kills:
+            out += [Kill(index, PRIMARY, "serving", pause), Kill(index + 1, BACKUP, "serving", alone, both_down=True)]
         else:
             out.append(Kill(index, PRIMARY, "serving", pause, alone))
             if index < kills:
@@ -459,11 +507,15 @@ class StepRecord:
 
     kill: Kill
     at_s: float
-    #: the backup serving (a session created on it), when the kill left the primary down
+    #: a server serving again when the kill left none serving: the backup (a session created on it), or under
+    #: replication after both servers were down the primary
     serving_ms: float | None = None
     #: every client made progress with the backup serving (after a kill of the primary)
     failover_ms: float | None = None
-    #: both servers running again, the primary serving (None when the next kill takes the backup first)
+    #: every client made progress with the primary serving alone (replication, after a kill of the backup)
+    alone_ms: float | None = None
+    #: both servers running again, the primary serving; under replication a backup started again said it is
+    #: synchronised (None when the next kill takes the server left serving alone first)
     whole_ms: float | None = None
     #: every client made progress once the pair was whole (from the kill)
     progress_ms: float | None = None
@@ -472,10 +524,13 @@ class StepRecord:
     stalled: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        times = {"serving_ms": self.serving_ms, "failover_ms": self.failover_ms, "whole_ms": self.whole_ms,
-                 "progress_ms": self.progress_ms, "backup_known_ms": self.backup_known_ms}
         return {**self.kill.to_dict(), "at_s": round(self.at_s, 3),
-                **{k: None if v is None else round(v, 1) for k, v in times.items()}, "stalled": self.stalled}
+                **{name: None if (value := getattr(self, name)) is None else round(value, 1) for name in TIMINGS},
+                "stalled": self.stalled}
+
+
+#: the timings of a :class:`StepRecord`, in the order a kill's restore passes them
+TIMINGS = ("serving_ms", "failover_ms", "alone_ms", "whole_ms", "progress_ms", "backup_known_ms")
 
 
 def _ms_since(start: float) -> float:
@@ -490,9 +545,10 @@ class Soak:
     """The kills of the schedule, one after another, with the traffic running."""
 
     def __init__(self, target: ManagedTarget, steps: Sequence[Kill], traffic: Traffic, *,
-                 eager_failback: bool = False) -> None:
+                 policy: Policy = "shared-store", eager_failback: bool = False) -> None:
         self.target = target
         self.steps = steps
+        self.policy = policy
         self.eager_failback = eager_failback
         self.traffic = traffic
         self.records: list[StepRecord] = []
@@ -520,15 +576,22 @@ class Soak:
         await asyncio.to_thread(self.target.node(node).start)
 
     async def _primary_back(self) -> None:
-        """Start the primary and wait until it serves (after the failback, when the backup serves)."""
+        """Start the primary and wait until it serves (after the failback, when the backup serves: under
+        replication once it synchronised from the backup, which then hands back)."""
         await self._start(PRIMARY)
         await asyncio.to_thread(self.target.node(PRIMARY).wait_active, SERVE_S)
+
+    async def _backup_back(self) -> None:
+        """Start the backup; under replication, wait until it says it holds the primary's state (NodeStartError
+        after SERVE_S, a stall)."""
+        await self._start(BACKUP)
+        if self.policy == "replication":
+            await asyncio.to_thread(self.target.node(BACKUP).wait_synced, SERVE_S)
 
     async def _backup_known(self) -> None:
         """Until every client is on the primary and has the backup from the topology (woken by the traffic's
         progress, which goes on meanwhile); Stalled after PROGRESS_S."""
-        primary, backup = (Connector(spec.host, spec.port) for spec in map(self.target.topology.node,
-                                                                            (PRIMARY, BACKUP)))
+        primary, backup = acceptor(self.target, PRIMARY), acceptor(self.target, BACKUP)
         clients = [*self.traffic.producers, *self.traffic.consumers]
 
         def knows(client: _Client) -> bool:
@@ -550,6 +613,14 @@ class Soak:
         (``aborted``)."""
         self.traffic.start()
         await self._progressed("the start")
+        if self.policy == "replication":
+            # the first kill of the primary, like every one, finds its backup synchronised and known to the clients
+            try:
+                await asyncio.to_thread(self.target.node(BACKUP).wait_synced, SERVE_S)
+                await self._backup_known()
+            except (Stalled, TargetError) as exc:
+                self.aborted = f"the start: {type(exc).__name__}: {exc}"
+                return
         for step in self.steps:
             record = StepRecord(step, 0.0)
             self.records.append(record)
@@ -561,20 +632,37 @@ class Soak:
                 await self._restore(step, record, functools.partial(_ms_since, killed))
             except (Stalled, TargetError) as exc:
                 record.stalled = f"{type(exc).__name__}: {exc}"
-                self.aborted = f"kill {step.index} ({step.role}, {step.state}): {record.stalled}"
+                self.aborted = f"kill {step.index}, {step.label}: {record.stalled}"
                 progress(record)
                 return
             progress(record)
 
     async def _restore(self, step: Kill, record: StepRecord, since: Callable[[], float]) -> None:
         """Bring the pair back after ``step``'s kill (as far as the schedule wants it back) and time it."""
+        if self.policy == "replication":
+            if not await self._replicated_back(step, record, since):
+                return
+        elif not await self._shared_store_back(step, record, since):
+            return
+        record.whole_ms = since()
+        await self._progressed("the pair being whole")
+        record.progress_ms = since()
+        # the pair is whole for its clients once they know where to go: a backup that handed back (the store, or
+        # under replication the role) announces itself to the primary again, and only then does the primary's
+        # topology name it
+        await self._backup_known()
+        record.backup_known_ms = since()
+
+    async def _shared_store_back(self, step: Kill, record: StepRecord, since: Callable[[], float]) -> bool:
+        """Both servers of a shared-store pair running again after ``step``'s kill, the primary serving; False: the
+        next kill takes the backup while it serves alone."""
         if step.node == PRIMARY:
             await self._serving(BACKUP)
             record.serving_ms = since()
             await self._progressed("the backup serving")
             record.failover_ms = since()
             if step.alone_s is None:
-                return  # the next kill takes the backup while it serves alone
+                return False  # the next kill takes the backup while it serves alone
             await asyncio.sleep(step.alone_s)  # the schedule's pause: the backup serves alone
             await self._primary_back()
         elif step.state == "serving":
@@ -590,14 +678,38 @@ class Soak:
                 record.failover_ms = since()
             await self._primary_back()
         else:
-            await self._start(BACKUP)
-        record.whole_ms = since()
-        await self._progressed("the pair being whole")
-        record.progress_ms = since()
-        # the pair is whole for its clients once they know where to go: a backup that handed the store back
-        # announces itself to the primary again, and only then does the primary's topology name it
-        await self._backup_known()
-        record.backup_known_ms = since()
+            await self._backup_back()
+        return True
+
+    async def _replicated_back(self, step: Kill, record: StepRecord, since: Callable[[], float]) -> bool:
+        """Both servers of a replication pair running again after ``step``'s kill, the primary serving and a backup
+        started again synchronised; False: the next kill takes the primary while it serves alone."""
+        if step.node == PRIMARY and not step.both_down:
+            # the backup held the primary's state (the pair was whole): it takes over
+            await self._serving(BACKUP)
+            record.serving_ms = since()
+            await self._progressed("the backup serving")
+            record.failover_ms = since()
+            assert step.alone_s is not None, "a replication primary killed with its backup up comes back"
+            await asyncio.sleep(step.alone_s)  # the schedule's pause: the backup serves alone
+            # the primary checks for a live server, synchronises from the backup and takes over from it (failback);
+            # the backup follows it again (restart-backup), in the same process: see the module's docstring
+            await self._primary_back()
+        elif step.node == PRIMARY:
+            # nothing serves: the primary first (it holds the latest state: its backup was down since the kill before;
+            # with nothing live to check for, it activates on its own journal), then the backup, synchronised from it
+            await self._primary_back()
+            record.serving_ms = since()
+            await self._backup_back()
+        else:
+            # the primary stops replicating to the killed backup and goes on alone: it must keep confirming sends
+            await self._progressed("the primary serving alone")
+            record.alone_ms = since()
+            if step.alone_s is None:
+                return False  # the next kill takes the primary while it serves alone
+            await asyncio.sleep(step.alone_s)  # the schedule's pause: the primary serves alone
+            await self._backup_back()
+        return True
 
     async def finish(self) -> int:
         """Stop the producers, let the consumers take every confirmed message, stop them, drain the queue; the
@@ -619,6 +731,8 @@ class Soak:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", choices=("reference", "artemis"), required=True, help="the pair's broker")
+    parser.add_argument("--policy", choices=POLICIES, default="shared-store",
+                        help="the pair's HA policy (default shared-store)")
     parser.add_argument("--artemis-version", help="a pinned Artemis version (default: the pinned default); "
                         "--target artemis only")
     parser.add_argument("--kills", type=int, default=200, help="kills in all (default 200)")
@@ -628,14 +742,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--rate", type=float, default=50.0,
                         help="messages per second per producer (default 50; 0: as fast as confirmed)")
     parser.add_argument("--both-down", type=float, default=0.25, metavar="P",
-                        help="probability that a backup kill hits it while it serves alone (default 0.25)")
+                        help="probability that a kill leaves both servers down (default 0.25): shared-store, the "
+                        "backup killed while it serves alone; replication, the backup left down and the primary "
+                        "killed next while it serves alone")
     parser.add_argument("--pause", type=float, nargs=2, default=(0.5, 1.5), metavar=("MIN", "MAX"),
                         help="seconds under load between the pair being whole and the next kill (default 0.5 1.5)")
     parser.add_argument("--alone", type=float, nargs=2, default=(0.5, 1.5), metavar=("MIN", "MAX"),
-                        help="seconds the backup serves alone before the primary is started (default 0.5 1.5)")
+                        help="seconds the backup serves alone before the primary is started (under replication "
+                        "also the primary alone before the backup is started) (default 0.5 1.5)")
     parser.add_argument("--eager-failback", action="store_true",
-                        help="after both servers were down, start the primary as soon as the backup serves, not "
-                        "once every client is back on the backup (a client still reconnecting then may be stuck)")
+                        help="shared-store: after both servers were down, start the primary as soon as the backup "
+                        "serves, not once every client is back on the backup (a client still reconnecting then may "
+                        "be stuck)")
     parser.add_argument("--workdir", type=Path, help="where the pair's data goes: a new or empty directory "
                         "(default: a temporary one, deleted afterwards)")
     parser.add_argument("--json", type=Path, help="write the evidence here")
@@ -651,6 +769,9 @@ def _arguments(argv: Sequence[str] | None) -> tuple[argparse.Namespace, tuple[Ki
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
     if args.rate < 0:
         parser.error(f"--rate must be >= 0, got {args.rate}")
+    if args.eager_failback and args.policy != "shared-store":
+        parser.error("--eager-failback goes with --policy shared-store (a replication pair that was down comes back "
+                     "primary first)")
     if args.artemis_version is not None:
         if args.target != "artemis":
             parser.error("--artemis-version goes with --target artemis")
@@ -664,8 +785,8 @@ def _arguments(argv: Sequence[str] | None) -> tuple[argparse.Namespace, tuple[Ki
         if path is not None and not path.absolute().parent.is_dir():
             parser.error(f"{path}: its directory does not exist")
     try:
-        steps = schedule(args.kills, args.seed, both_down=args.both_down, pause_s=tuple(args.pause),
-                         alone_s=tuple(args.alone))
+        steps = schedule(args.kills, args.seed, policy=args.policy, both_down=args.both_down,
+                         pause_s=tuple(args.pause), alone_s=tuple(args.alone))
     except ValueError as exc:
         parser.error(str(exc))
     return args, steps
@@ -683,7 +804,7 @@ def _workdir(path: Path | None) -> Iterator[Path]:
 
 def _make_target(args: argparse.Namespace, workdir: Path) -> ManagedTarget:
     """The pair, not started: the same descriptor for either broker."""
-    topology = Topology.ha_pair(HASpec("shared-store", allow_failback=True))
+    topology = Topology.ha_pair(ha_spec(args.policy, allow_failback=True))
     if args.target == "reference":
         return ReferenceTarget(topology, workdir)
     return ArtemisTarget(topology, workdir, version=args.artemis_version)
@@ -696,8 +817,9 @@ def _ms(value: float | None) -> str:
 def _line(record: StepRecord, total: int, traffic: Traffic) -> str:
     """One line per kill."""
     kill = record.kill
-    text = (f"[{kill.index:>{len(str(total))}}/{total}] t={record.at_s:7.1f}s kill -9 {kill.role} ({kill.state}): "
-            f"backup serving {_ms(record.serving_ms)}, clients on it {_ms(record.failover_ms)}, "
+    alone = f"clients on the primary alone {_ms(record.alone_ms)}, " if record.alone_ms is not None else ""
+    text = (f"[{kill.index:>{len(str(total))}}/{total}] t={record.at_s:7.1f}s kill -9 {kill.label}: "
+            f"{alone}serving {_ms(record.serving_ms)}, clients on it {_ms(record.failover_ms)}, "
             f"whole {_ms(record.whole_ms)}, clients on it {_ms(record.progress_ms)}, backup known "
             f"{_ms(record.backup_known_ms)}; "
             f"{len(traffic.confirmed)} confirmed, {len(traffic.received)} received")
@@ -714,7 +836,7 @@ async def _soak(target: ManagedTarget, steps: Sequence[Kill], args: argparse.Nam
         session = await connection.create_session()
         await session.create_queue(QUEUE, QUEUE, routing_type=RoutingType.ANYCAST, durable=True)
     traffic = Traffic(target.node(PRIMARY).url, settings, args.producers, args.consumers, args.rate)
-    soak = Soak(target, steps, traffic, eager_failback=args.eager_failback)
+    soak = Soak(target, steps, traffic, policy=args.policy, eager_failback=args.eager_failback)
     left = -1
     try:
         await soak.run(lambda record: print(_line(record, len(steps), traffic), flush=True))
@@ -744,15 +866,14 @@ def _evidence(soak: Soak, result: HistoryResult, verdict: Verdict, left: int) ->
     clients = [*traffic.producers, *traffic.consumers]
     return {
         "kills_done": len(records),
-        "kills_by": dict(Counter(f"{r.kill.role} ({r.kill.state})" for r in records)),
+        "kills_by": dict(Counter(r.kill.label for r in records)),
         "aborted": soak.aborted,
         "client_failovers": sum(c.failovers for c in clients),
         "confirmed_sends": len(traffic.confirmed),
         "receipts": result.receipts,
         "acks_confirmed": result.acks_confirmed,
         "left_in_queue": left,
-        "timings": {name: _summary([getattr(r, name) for r in records])
-                    for name in ("serving_ms", "failover_ms", "whole_ms", "progress_ms", "backup_known_ms")},
+        "timings": {name: _summary([getattr(r, name) for r in records]) for name in TIMINGS},
         "verdict": dataclasses.asdict(verdict),
         "clients": [{"name": c.name, "done": c.done, "in_doubt": c.in_doubt, "failovers": c.failovers,
                      "connection_failures": c.connection_failures, "errors": dict(c.errors)} for c in clients],
@@ -783,14 +904,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     # every lost connection is a client warning: hundreds of lines per run; the evidence counts them per client
     logging.getLogger("cck").setLevel(logging.ERROR)
     command = shlex.join(["python", "benchmarks/ha_soak.py", *(sys.argv[1:] if argv is None else argv)])
-    out: dict[str, Any] = {"command": command, "code": _code(), "seed": args.seed, "kills_planned": args.kills,
+    out: dict[str, Any] = {"command": command, "code": _code(), "policy": args.policy, "seed": args.seed,
+                           "kills_planned": args.kills,
                            "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
                            "machine": {"python": platform.python_version(), "system": platform.platform(),
                                        "cpus": os.cpu_count()}}
     began = time.monotonic()
     with _workdir(args.workdir) as workdir, _make_target(args, workdir) as target:
         out["target"] = target.describe()
-        print(f"HA soak: {target.name} {target.version}, {len(steps)} kills, seed {args.seed}, "
+        print(f"HA soak: {target.name} {target.version} {args.policy} pair, {len(steps)} kills, seed {args.seed}, "
               f"{args.producers} producers, {args.consumers} consumers, workdir {workdir}", flush=True)
         soak, left = asyncio.run(_soak(target, steps, args, out))
     out["total_s"] = round(time.monotonic() - began, 1)

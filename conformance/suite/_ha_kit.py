@@ -26,7 +26,8 @@ from ._restart_support import Watch
 
 __all__ = [
     "CASE_S", "FAILOVER_S", "TOPOLOGY_S", "POLICIES", "MakeTarget", "Policy",
-    "acceptor", "backup_learnt", "backup_of_primary", "fail_over", "kill_primary", "on_primary", "pair", "refuses",
+    "acceptor", "backup_learnt", "backup_of_primary", "fail_over", "ha_spec", "kill_primary", "on_primary", "pair",
+    "refuses",
 ]
 
 MakeTarget = Callable[[Topology], Target]
@@ -41,6 +42,16 @@ FAILOVER_S = 60.0
 TOPOLOGY_S = 20.0
 
 
+def ha_spec(policy: Policy, *, allow_failback: bool = True, failover_on_shutdown: bool = False,
+            lock_manager: bool = False, transparent_resume: bool = False) -> HASpec:
+    """The pair's ``<ha-policy>`` under ``policy`` (what :func:`pair` starts, and ``benchmarks/ha_soak.py``)."""
+    # a replication primary that is started again asks whether its backup took over (Artemis needs it to fail back);
+    # under a lock manager the lock decides that instead
+    return HASpec(policy, allow_failback=allow_failback, failover_on_shutdown=failover_on_shutdown,
+                  check_for_live_server=policy == "replication" and not lock_manager, lock_manager=lock_manager,
+                  transparent_resume=transparent_resume)
+
+
 def pair(make_target: MakeTarget, evidence: CaseEvidence, policy: Policy, *, like: NodeSpec | None = None,
          allow_failback: bool = True, failover_on_shutdown: bool = False, lock_manager: bool = False,
          transparent_resume: bool = False, cluster: ClusterSpec | None = None,
@@ -49,11 +60,8 @@ def pair(make_target: MakeTarget, evidence: CaseEvidence, policy: Policy, *, lik
     the broker's file-based lock manager; ``cluster``: the pair's cluster connection (failure detection, links
     through proxies); ``ports``: the acceptors' ports, chosen by the caller (who must know them beforehand);
     ``transparent_resume``: the reference broker's session mirroring (replication; Artemis has none)."""
-    # a replication primary that is started again asks whether its backup took over (Artemis needs it to fail back);
-    # under a lock manager the lock decides that instead
-    ha = HASpec(policy, allow_failback=allow_failback, failover_on_shutdown=failover_on_shutdown,
-                check_for_live_server=policy == "replication" and not lock_manager, lock_manager=lock_manager,
-                transparent_resume=transparent_resume)
+    ha = ha_spec(policy, allow_failback=allow_failback, failover_on_shutdown=failover_on_shutdown,
+                 lock_manager=lock_manager, transparent_resume=transparent_resume)
     topology = Topology.ha_pair(ha, cluster, like=like)
     if ports is not None:
         topology = dataclasses.replace(topology, nodes=tuple(

@@ -1,14 +1,19 @@
-"""benchmarks/ha_soak.py: the schedule drawn from a seed, the final judgement and the arguments (no broker is
-started)."""
+"""benchmarks/ha_soak.py: the schedule drawn from a seed, the order of a soak's kills, starts and waits under each
+policy (on stand-in nodes), the final judgement and the arguments (no broker is started)."""
 
 from __future__ import annotations
 
+import asyncio
+from collections import Counter
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
-from benchmarks.ha_soak import BACKUP, PRIMARY, Kill, _arguments, judge, schedule
+from benchmarks.ha_soak import BACKUP, PRIMARY, TIMINGS, Kill, Soak, StepRecord, _arguments, judge, schedule
 from cck.conformance.oracles import ACK, History, HistoryResult, OpType, check
+from cck.conformance.suite._ha_kit import Policy
+from cck.conformance.targets import ManagedTarget
 
 
 def test_the_same_seed_gives_the_same_schedule_and_another_seed_another() -> None:
@@ -22,9 +27,21 @@ def test_a_shorter_schedule_is_a_prefix_of_a_longer_one_up_to_its_last_pair() ->
     assert schedule(9, 3)[:8] == schedule(200, 3)[:8]
 
 
+def test_the_shared_store_schedule_of_seed_1_is_the_one_the_published_figures_ran() -> None:
+    # docs/benchmarks.md: 100 kills of the serving primary, 68 of the waiting backup, 32 of the backup serving alone
+    steps = schedule(200, 1)
+    assert Counter(s.label for s in steps) == {"primary (serving)": 100, "backup (waiting)": 68,
+                                               "backup (serving)": 32}
+    assert steps[:2] == (Kill(1, PRIMARY, "serving", 0.634, 1.347), Kill(2, BACKUP, "waiting", 1.264))
+    assert schedule(200, 1, policy="shared-store") == steps
+    # both servers are down after exactly the kills of a backup serving alone
+    assert [s.index for s in steps if s.both_down] == [s.index for s in steps if s.label == "backup (serving)"]
+
+
+@pytest.mark.parametrize("policy", ["shared-store", "replication"])
 @pytest.mark.parametrize("kills", [1, 2, 9, 200])
-def test_kills_alternate_between_the_primary_and_the_backup(kills: int) -> None:
-    steps = schedule(kills, 11)
+def test_kills_alternate_between_the_primary_and_the_backup(kills: int, policy: Policy) -> None:
+    steps = schedule(kills, 11, policy=policy)
     assert [s.index for s in steps] == list(range(1, kills + 1))
     assert [s.node for s in steps] == [PRIMARY if i % 2 else BACKUP for i in range(1, kills + 1)]
     assert all(s.state == "serving" for s in steps if s.node == PRIMARY)
@@ -53,6 +70,41 @@ def test_the_last_kill_of_an_odd_count_hits_the_primary_and_the_pair_comes_back(
     assert last.alone_s is not None
 
 
+def test_replication_never_kills_a_backup_serving_alone_and_kills_the_primary_with_its_backup_up_or_down() -> None:
+    steps = schedule(400, 5, policy="replication", both_down=0.5)
+    assert {s.state for s in steps if s.node == BACKUP} == {"waiting"}
+    for before, primary in zip(steps[1::2], steps[2::2], strict=False):
+        # a backup kill that leaves it down (no time alone before its start) is followed by a kill of the primary
+        # serving alone, both servers down then, started again at once
+        assert primary.both_down == (before.alone_s is None)
+        assert (primary.alone_s is None) == primary.both_down
+    assert any(s.both_down for s in steps)
+    assert not steps[0].both_down
+    assert all(s.alone_s is not None for s in steps if s.node == PRIMARY and not s.both_down)
+
+
+@pytest.mark.parametrize("kills", [2, 3, 10, 11])
+def test_a_replication_schedule_does_not_end_with_a_server_left_alone(kills: int) -> None:
+    steps = schedule(kills, 2, policy="replication", both_down=1.0)
+    # every backup kill but a last one leaves it down, and the primary kill after it finds both servers down
+    assert [s.index for s in steps if s.node == BACKUP and s.alone_s is None] == list(range(2, kills, 2))
+    assert [s.index for s in steps if s.both_down] == list(range(3, kills + 1, 2))
+    # the last kill is one the pair comes back from: a backup started again, or a primary started again
+    assert steps[-1].alone_s is not None or steps[-1].both_down
+
+
+def test_replication_with_no_both_down_starts_every_killed_server_again() -> None:
+    steps = schedule(40, 4, policy="replication", both_down=0.0)
+    assert not any(s.both_down for s in steps)
+    assert all(s.alone_s is not None for s in steps)
+
+
+def test_a_shorter_replication_schedule_is_a_prefix_of_a_longer_one_up_to_its_last_kill() -> None:
+    # the last backup kill of a schedule never leaves it down: only that kill may differ
+    assert schedule(10, 3, policy="replication")[:9] == schedule(200, 3, policy="replication")[:9]
+    assert schedule(9, 3, policy="replication") == schedule(200, 3, policy="replication")[:9]
+
+
 def test_pauses_stay_within_their_bounds() -> None:
     steps = schedule(200, 4, pause_s=(0.2, 0.3), alone_s=(1.0, 2.0))
     assert all(0.2 <= s.pause_s <= 0.3 for s in steps if s.state == "waiting" or s.node == PRIMARY)
@@ -61,8 +113,15 @@ def test_pauses_stay_within_their_bounds() -> None:
     assert all(1.0 <= s.pause_s <= 2.0 for s in steps if s.node == BACKUP and s.state == "serving")
 
 
+def test_replication_pauses_stay_within_their_bounds() -> None:
+    steps = schedule(200, 4, policy="replication", pause_s=(0.2, 0.3), alone_s=(1.0, 2.0))
+    assert all(0.2 <= s.pause_s <= 0.3 for s in steps)
+    assert all(1.0 <= s.alone_s <= 2.0 for s in steps if s.alone_s is not None)
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"kills": 0}, "kills must be >= 1"),
+    ({"policy": "nowhere"}, "policy must be one of shared-store, replication"),
     ({"both_down": 1.5}, "probability"),
     ({"pause_s": (2.0, 1.0)}, "pause_s must be"),
     ({"alone_s": (-1.0, 1.0)}, "alone_s must be"),
@@ -71,6 +130,147 @@ def test_a_bad_schedule_is_refused(kwargs: dict[str, object], message: str) -> N
     arguments: dict[str, object] = {"kills": 10, "seed": 1, **kwargs}
     with pytest.raises(ValueError, match=message):
         schedule(**arguments)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------------- the soak's steps
+
+class _Node:
+    """A stand-in node: what the soak asked of it goes to the shared log."""
+
+    def __init__(self, name: str, log: list[tuple[str, str]]) -> None:
+        self.name, self.log = name, log
+
+    def kill(self) -> None:
+        self.log.append(("kill", self.name))
+
+    def start(self) -> None:
+        self.log.append(("start", self.name))
+
+    def wait_active(self, deadline_s: float) -> None:
+        self.log.append(("active", self.name))
+
+    def wait_synced(self, deadline_s: float) -> None:
+        self.log.append(("synced", self.name))
+
+
+class _Target:
+    def __init__(self) -> None:
+        self.log: list[tuple[str, str]] = []
+        self.nodes = {name: _Node(name, self.log) for name in (PRIMARY, BACKUP)}
+
+    def node(self, name: str) -> _Node:
+        return self.nodes[name]
+
+
+class _Traffic:
+    def start(self) -> None:
+        pass
+
+
+def _steps_of(steps: tuple[Kill, ...], policy: Policy, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """What a soak of ``steps`` asks of the nodes, with the clients' waits standing in as log entries."""
+    target = _Target()
+
+    async def serving(self: Soak, node: str) -> None:
+        target.log.append(("serving", node))
+
+    async def progressed(self: Soak, what: str) -> None:
+        target.log.append(("progress", what))
+
+    async def backup_known(self: Soak) -> None:
+        target.log.append(("backup known", ""))
+
+    monkeypatch.setattr(Soak, "_serving", serving)
+    monkeypatch.setattr(Soak, "_progressed", progressed)
+    monkeypatch.setattr(Soak, "_backup_known", backup_known)
+    soak = Soak(cast(ManagedTarget, target), steps, cast(Any, _Traffic()), policy=policy)
+    records: list[StepRecord] = []
+    asyncio.run(soak.run(records.append))
+    assert soak.aborted is None
+    assert [r.kill for r in records] == list(steps)
+    return target.log
+
+
+def _fast(kills: int, seed: int, policy: Policy, both_down: float) -> tuple[Kill, ...]:
+    return schedule(kills, seed, policy=policy, both_down=both_down, pause_s=(0.0, 0.0), alone_s=(0.0, 0.0))
+
+
+def test_a_replication_soak_kills_the_primary_only_once_its_backup_said_it_is_synchronised(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    steps = _fast(60, 8, "replication", 0.4)
+    assert any(s.both_down for s in steps)
+    log = _steps_of(steps, "replication", monkeypatch)
+    backup = "started"  # with the pair; the soak waits for its synchronisation before the first kill
+    assert log[:3] == [("progress", "the start"), ("synced", BACKUP), ("backup known", "")]
+    kills = iter(steps)
+    for action, node in log:
+        if (action, node) == ("kill", PRIMARY):
+            step = next(kills)
+            # a kill of the primary finds its backup synchronised since its last start, or down (both down then)
+            assert backup == ("down" if step.both_down else "synced"), (step, backup)
+        elif (action, node) == ("kill", BACKUP):
+            next(kills)
+            backup = "down"
+        elif (action, node) == ("start", BACKUP):
+            backup = "started"
+        elif (action, node) == ("synced", BACKUP):
+            assert backup == "started"
+            backup = "synced"
+        elif (action, node) == ("active", PRIMARY) and backup == "synced":
+            backup = "handed back"  # it follows the primary again: not known to be synchronised
+        elif (action, node) == ("start", PRIMARY):
+            # the primary comes back while the backup serves (failback), or first after both were down
+            assert backup in ("synced", "down"), backup
+    assert next(kills, None) is None
+
+
+def test_a_replication_soak_waits_for_each_stage_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    steps = _fast(6, 1, "replication", 0.5)
+    assert [(s.node, s.alone_s is None, s.both_down) for s in steps] == [
+        (PRIMARY, False, False), (BACKUP, True, False), (PRIMARY, True, True), (BACKUP, True, False),
+        (PRIMARY, True, True), (BACKUP, False, False)]
+    log = _steps_of(steps, "replication", monkeypatch)
+    whole = [("progress", "the pair being whole"), ("backup known", "")]
+    assert log == [
+        ("progress", "the start"), ("synced", BACKUP), ("backup known", ""),
+        # the backup takes over, serves alone, the primary comes back from it
+        ("kill", PRIMARY), ("serving", BACKUP), ("progress", "the backup serving"), ("start", PRIMARY),
+        ("active", PRIMARY), *whole,
+        # the primary serves alone; the backup stays down
+        ("kill", BACKUP), ("progress", "the primary serving alone"),
+        # both down: the primary first, then the backup, synchronised from it
+        ("kill", PRIMARY), ("start", PRIMARY), ("active", PRIMARY), ("start", BACKUP), ("synced", BACKUP), *whole,
+        ("kill", BACKUP), ("progress", "the primary serving alone"),
+        ("kill", PRIMARY), ("start", PRIMARY), ("active", PRIMARY), ("start", BACKUP), ("synced", BACKUP), *whole,
+        # the backup started again after the primary served alone
+        ("kill", BACKUP), ("progress", "the primary serving alone"), ("start", BACKUP), ("synced", BACKUP), *whole,
+    ]
+
+
+def test_a_shared_store_soak_waits_for_no_synchronisation(monkeypatch: pytest.MonkeyPatch) -> None:
+    steps = _fast(4, 1, "shared-store", 1.0)
+    log = _steps_of(steps, "shared-store", monkeypatch)
+    whole = [("progress", "the pair being whole"), ("backup known", "")]
+    assert log == [
+        ("progress", "the start"),
+        ("kill", PRIMARY), ("serving", BACKUP), ("progress", "the backup serving"),
+        # the backup killed while it serves alone: it comes back first, on the free store, then the primary
+        ("kill", BACKUP), ("start", BACKUP), ("serving", BACKUP), ("progress", "the backup serving again"),
+        ("start", PRIMARY), ("active", PRIMARY), *whole,
+        ("kill", PRIMARY), ("serving", BACKUP), ("progress", "the backup serving"),
+        ("kill", BACKUP), ("start", BACKUP), ("serving", BACKUP), ("progress", "the backup serving again"),
+        ("start", PRIMARY), ("active", PRIMARY), *whole,
+    ]
+
+
+def test_a_kill_is_recorded_with_its_label_and_every_timing() -> None:
+    record = StepRecord(Kill(3, PRIMARY, "serving", 0.5, both_down=True), 12.3456, serving_ms=81.25, alone_ms=None)
+    row = record.to_dict()
+    assert record.kill.label == "primary (serving, backup down)"
+    assert Kill(2, BACKUP, "serving", 0.5, both_down=True).label == "backup (serving)"
+    assert {k: row[k] for k in ("index", "both_down", "at_s", "serving_ms", "alone_ms")} == {
+        "index": 3, "both_down": True, "at_s": 12.346, "serving_ms": 81.2, "alone_ms": None}
+    assert set(TIMINGS) <= set(row)
 
 
 # ---------------------------------------------------------------------------------------------------- judgement
@@ -155,6 +355,8 @@ def test_left_messages_stalls_and_an_abort_fail_the_soak() -> None:
     (["--target", "reference", "--both-down", "2"], "probability"),
     (["--target", "reference", "--pause", "3", "1"], "pause_s must be"),
     (["--target", "nowhere"], "invalid choice"),
+    (["--target", "reference", "--policy", "nowhere"], "invalid choice"),
+    (["--target", "reference", "--policy", "replication", "--eager-failback"], "goes with --policy shared-store"),
 ])
 def test_bad_arguments_are_named(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
@@ -172,5 +374,13 @@ def test_a_workdir_with_something_in_it_is_refused(tmp_path: Path, capsys: pytes
 
 def test_good_arguments_give_the_seeded_schedule() -> None:
     args, steps = _arguments(["--target", "reference", "--kills", "12", "--seed", "9"])
-    assert (args.producers, args.consumers, len(steps)) == (3, 3, 12)
+    assert (args.producers, args.consumers, args.policy, len(steps)) == (3, 3, "shared-store", 12)
     assert steps == schedule(12, 9)
+
+
+def test_the_replication_policy_gives_its_schedule() -> None:
+    args, steps = _arguments(["--target", "artemis", "--policy", "replication", "--kills", "12", "--seed", "9",
+                              "--both-down", "0.5"])
+    assert args.policy == "replication"
+    assert steps == schedule(12, 9, policy="replication", both_down=0.5)
+    assert steps != schedule(12, 9, both_down=0.5)
