@@ -23,9 +23,13 @@ cluster user.
 
 What a backup sends its replication primary is tried on a replication pair (the primary has its backup): a
 BACKUP_REGISTRATION naming the rogue broker as the backup, with and without a refused CLUSTER_CONNECT, and a
-quorum vote.  Besides the above, the attacker's connection must get no replication (nothing on channel 2) and no
-QUORUM_VOTE_REPLY; two control cases send the same after a CLUSTER_CONNECT with the cluster credentials and must
-get the answers (a vote reply; a refusal of the registration or replication).
+quorum vote, and what a primary sends its backup on channel 2 (a journal append, the end of a synchronisation, the
+order to take over).  Besides the above, the attacker's connection must get no replication (nothing on channel 2) and
+no QUORUM_VOTE_REPLY, and the backup must stay passive; two control cases send the vote and the registration after a
+CLUSTER_CONNECT with the cluster credentials and must get the answers (a vote reply; a refusal of the registration or
+replication).  The channel-2 packets have no control case: no server takes them on an acceptor (a backup takes them
+only on the connection it opened to its primary), so a member's would have no effect either; what shows an effect
+would be seen is the backup's acceptor, which the ha cases see take connections once a backup is active.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from dataclasses import dataclass
 from cck.codec import (
     ARTEMIS_2_18_0_VERSION,
     LIVE_FAILOVER_VOTE,
+    AddOperationType,
     BackupRegistrationMessage,
     BackupReplicationStartFailedMessage,
     ClusterConnectMessage,
@@ -51,21 +56,27 @@ from cck.codec import (
     FederationDownstreamConnectMessage,
     NodeAnnounceMessage,
     Packet,
+    PrimaryStopping,
     QuorumVoteMessage,
     QuorumVoteReplyMessage,
+    ReplicationAddMessage,
+    ReplicationPrimaryIsStoppingMessage,
+    ReplicationStartSyncMessage,
     RoutingType,
     ScaleDownAnnounceMessage,
     ServerConnectVote,
     SubscribeClusterTopologyUpdatesMessageV2,
+    SyncDataType,
     TransportConfiguration,
     netty_connector_factory,
 )
 from cck.conformance.cases import Case, cases
 from cck.conformance.evidence import CaseEvidence
 from cck.conformance.plugin import Settings
-from cck.conformance.targets import CONFIG, Target
+from cck.conformance.targets import CONFIG, ManagedTarget, Target
 from cck.conformance.verdicts import CheckFailed
 
+from ._ha_kit import acceptor, refuses
 from ._kit import run, unique
 from ._security_kit import (
     ADMIN,
@@ -336,6 +347,17 @@ def _registration(attack: Attack, user: str, password: str) -> BackupRegistratio
     return BackupRegistrationMessage(user, password, False, attack.rogue)
 
 
+#: the bindings journal's ID in a replicated append, and a queue binding's record type (JournalRecordIds)
+BINDINGS_JOURNAL = 0
+QUEUE_BINDING_RECORD = 21
+
+
+def _append() -> ReplicationAddMessage:
+    return ReplicationAddMessage(journal_id=BINDINGS_JOURNAL, operation=AddOperationType.ADD,
+                                 record_id=2**40 + uuid.uuid4().int % 2**20, journal_record_type=QUEUE_BINDING_RECORD,
+                                 record_data=b"cck.sec.rogue-binding")
+
+
 def _vote(attack: Attack) -> QuorumVoteMessage:
     # the handler name every version from 2.2.0 answers (2.37.0 and later answer the new name too)
     return QuorumVoteMessage(LIVE_FAILOVER_VOTE, ServerConnectVote(True, attack.broker_node))
@@ -354,13 +376,29 @@ HA_ATTACKS: dict[str, tuple[str, Callable[[Attack], list[tuple[Packet, int]]]]] 
     "quorum-vote": (
         "QUORUM_VOTE on channel 3, without CLUSTER_CONNECT: a server-connect vote asking a replication primary "
         "whether its own node is live", lambda a: [(_vote(a), CLUSTER_CHANNEL)]),
+    # what a replication primary sends its backup, sent to the primary (a passive backup listens nowhere): each
+    # would change a replica's journal or role if the server took it from anyone
+    "replication-append": (
+        "REPLICATION_APPEND on channel 2, as a primary replicates a journal write: a queue binding record (type 21) "
+        "added to the bindings journal", lambda a: [(_append(), REPLICATION_CHANNEL)]),
+    "replication-sync-done": (
+        "REPLICATION_START_FINISH_SYNC on channel 2 saying a synchronisation of the broker's own node is finished, "
+        "as a primary ends its backup's initial sync",
+        lambda a: [(ReplicationStartSyncMessage(True, True, a.broker_node, SyncDataType.ActivationSequence, (1,)),
+                    REPLICATION_CHANNEL)]),
+    "replication-fail-over": (
+        "REPLICATION_SCHEDULED_FAILOVER on channel 2, STOP_CALLED then FAIL_OVER, as a primary that is stopping "
+        "tells its backup to take over",
+        lambda a: [(ReplicationPrimaryIsStoppingMessage(PrimaryStopping.STOP_CALLED), REPLICATION_CHANNEL),
+                   (ReplicationPrimaryIsStoppingMessage(PrimaryStopping.FAIL_OVER), REPLICATION_CHANNEL)]),
 }
 HA_PRE_AUTHENTICATION = tuple(
     Case(f"security.pre-auth.{n}", "security.pre-authentication",
          f"a connection with no session and no cluster login sends {what}",
          "no effect: nothing is replicated to it (no frame on channel 2), no QUORUM_VOTE_REPLY, the rogue broker is "
-         "never dialled, a topology subscriber hears of no backup or node at the rogue's connector, and the "
-         "broker still opens an authenticated session",
+         "never dialled, a topology subscriber hears of no backup or node at the rogue's connector, the backup "
+         "stays passive (its acceptor still refuses connections), and the primary still opens an authenticated "
+         "session",
          params={"attack": name}, needs=(CONFIG,))
     for n, (name, (what, _)) in enumerate(HA_ATTACKS.items(), len(PRE_AUTHENTICATION) + 1)
 )
@@ -395,7 +433,8 @@ def test_ha_packets_before_authentication(case: Case, cck_make_target: MakeTarge
                                           evidence: CaseEvidence) -> None:
     attack_name = case.params["attack"]
     _, packets_of = HA_ATTACKS[attack_name]
-    target: Target = secured(cck_make_target, REPLICATED)
+    target = secured(cck_make_target, REPLICATED)
+    assert isinstance(target, ManagedTarget), f"a managed target was made, got {target!r}"
 
     async def scenario() -> None:
         seen = await _observe(case, target, cck_settings, evidence, packets_of, wait_for=_acted_on)
@@ -416,6 +455,8 @@ def test_ha_packets_before_authentication(case: Case, cck_make_target: MakeTarge
                 problems.append(f"the primary replicated to a connection that is no cluster member: {replicated[:3]}")
             if votes:
                 problems.append(f"a QUORUM_VOTE_REPLY answered a connection that is no cluster member: {votes}")
+            if not await refuses(acceptor(target, "node1")):
+                problems.append("the backup became active (its acceptor took a connection)")
         assert not problems, "; ".join(problems)
         await _still_serves(target)
 
