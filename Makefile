@@ -54,15 +54,16 @@ main: setup
 space := $(subst ,, )
 EXTRA_PYTHONS := $(subst $(space),:,$(strip $(wildcard $(HOME)/.pyenv/versions/3.12*/bin $(HOME)/.pyenv/versions/3.13*/bin)))
 
-# Every test: the tox matrix (lint, type, py311 and py313 where present: the oldest and the newest Python
-# supported; py312, between them, runs by hand with `tox -e py312`, which keeps CI under 40 minutes).  The
-# envs without timing cases run two at a time (this machine has two cores); the conformance envs, whose
-# timing cases want the machine to themselves, run one after another afterwards.  Longest first: py311 (about
-# 6 min) on one core while reports, py313 and wheel (about 4, 3 and 2: the built wheel installed outside the
-# checkout, tests/test_wheel.py) share the other, then lint and type.
-UNIT_ENVS := py311,reports,py313,wheel,lint,type
-# Artemis 2.28.0's broker cases run by hand (tox -e conformance-artemis228, conformance-artemis228-cluster): with
-# them make test passed 60 minutes on a slower machine; the stock 2.28.0 client stays (conformance-clients).
+# Every test: the tox matrix (lint, type, and two Python envs that split the tests between them (tox.ini): py311, the
+# oldest Python supported, and `newest`, the newest the machine has (3.13 here); py312 and py313 run all of them by
+# hand with `tox -e`).  The envs without timing cases run two at a time (this machine has two cores); the conformance
+# envs, whose timing cases want the machine to themselves, run one after another afterwards.  Longest first: newest
+# (the JVM-driven tests and the codec's and reference's again, about 12 min) on one core while py311 (about 6),
+# reports (about 6) and wheel share the other, then type and lint.
+UNIT_ENVS := newest,py311,reports,wheel,type,lint
+# Artemis 2.28.0's broker cases and the stock clients' client cases run by hand (tox -e conformance-artemis228,
+# conformance-artemis228-cluster, conformance-clients-stock): with them make test passed 60 minutes on a slower
+# machine.
 CONFORMANCE_ENVS := conformance-reference,conformance-clients,conformance-artemis244
 test: setup
 	PATH="$$PATH$(if $(EXTRA_PYTHONS),:$(EXTRA_PYTHONS))" $(BIN)/tox run-parallel -p 2 --parallel-no-spinner -e $(UNIT_ENVS)
