@@ -653,14 +653,18 @@ class Soak:
         await self._backup_known()
         record.backup_known_ms = since()
 
+    async def _backup_took_over(self, record: StepRecord, since: Callable[[], float]) -> None:
+        """After the primary's kill: the backup serving, then every client progressing on it (both times recorded)."""
+        await self._serving(BACKUP)
+        record.serving_ms = since()
+        await self._progressed("the backup serving")
+        record.failover_ms = since()
+
     async def _shared_store_back(self, step: Kill, record: StepRecord, since: Callable[[], float]) -> bool:
         """Both servers of a shared-store pair running again after ``step``'s kill, the primary serving; False: the
         next kill takes the backup while it serves alone."""
         if step.node == PRIMARY:
-            await self._serving(BACKUP)
-            record.serving_ms = since()
-            await self._progressed("the backup serving")
-            record.failover_ms = since()
+            await self._backup_took_over(record, since)
             if step.alone_s is None:
                 return False  # the next kill takes the backup while it serves alone
             await asyncio.sleep(step.alone_s)  # the schedule's pause: the backup serves alone
@@ -686,10 +690,7 @@ class Soak:
         started again synchronised; False: the next kill takes the primary while it serves alone."""
         if step.node == PRIMARY and not step.both_down:
             # the backup held the primary's state (the pair was whole): it takes over
-            await self._serving(BACKUP)
-            record.serving_ms = since()
-            await self._progressed("the backup serving")
-            record.failover_ms = since()
+            await self._backup_took_over(record, since)
             assert step.alone_s is not None, "a replication primary killed with its backup up comes back"
             await asyncio.sleep(step.alone_s)  # the schedule's pause: the backup serves alone
             # the primary checks for a live server, synchronises from the backup and takes over from it (failback);
