@@ -39,7 +39,8 @@ COMMANDS: dict[str, Command] = {
     "install-allure": Command("cck.reports.__main__", "install the pinned Allure Report 3 (npm)"),
     "broker": Command("cck.reference.__main__", "run the reference broker"),
     "artemis": Command("cck.conformance.artemis.__main__", "fetch pinned Apache Artemis releases, build and run "
-                       "the Java tools (fetch, build-tools, vectors, decode, bench-java)", whole=True),
+                       "the Java tools (fetch, build-tools, vectors, legacy-vectors, decode, bench-java)",
+                       whole=True),
 }
 
 

@@ -7,10 +7,13 @@ from dataclasses import dataclass
 from construct import Computed, If, IfThenElse, Struct, this
 
 from .._constants import PacketType
-from .._format import Tail
+from .._format import Since, Tail
 from .._primitives import I32, I64, N1, NB, Bool, SimpleStr, Str
 from .._structures import TRANSPORT_CONFIGURATION, TransportConfiguration
 from ._base import Packet
+
+#: the first protocol version whose NODE_ANNOUNCE carries the scale-down group name (HornetQ 2.5.0.Beta1)
+SCALE_DOWN_ANNOUNCE_VERSION = 125
 
 # A node leaving (exit=true) carries no connectors and no `last` flag.
 _MEMBER = (
@@ -93,7 +96,10 @@ class ClusterTopologyChangeMessage_V4(Packet):
 
 @dataclass(frozen=True, slots=True)
 class NodeAnnounceMessage(Packet):
-    """NODE_ANNOUNCE (channel 3): a cluster member announces itself."""
+    """NODE_ANNOUNCE (channel 3): a cluster member announces itself.
+
+    ``scale_down_group_name`` travels from protocol 125 (HornetQ 2.5.0.Beta1, which Artemis 1.0 continued): HornetQ
+    2.4's NodeAnnounceMessage ends with the backup connector.  Below 125 it is ``None`` and not written."""
 
     TYPE = PacketType.NODE_ANNOUNCE
     FORMAT = Struct(
@@ -103,7 +109,7 @@ class NodeAnnounceMessage(Packet):
         "current_event_id" / I64,
         "connector" / NB(TRANSPORT_CONFIGURATION),
         "backup_connector" / NB(TRANSPORT_CONFIGURATION),
-        "scale_down_group_name" / N1(Str),
+        "scale_down_group_name" / Since(SCALE_DOWN_ANNOUNCE_VERSION, N1(Str), default=None),
     )
 
     node_id: str

@@ -1,4 +1,6 @@
-"""Command line: ``python -m cck.conformance.artemis {fetch,instances,build-tools,vectors,decode,bench-java}``."""
+"""Command line: ``python -m cck.conformance.artemis COMMAND``.
+
+Commands: fetch, instances, build-tools, vectors, legacy-vectors, decode, bench-java."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import argparse
 import datetime as dt
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -30,6 +33,9 @@ VECTOR_FILES = (
     "packets_cross_version.jsonl",
 )
 VECTORS_TIMEOUT_S = 300.0
+#: the older servers' vector files under fixtures/vectors/legacy, by legacy server kind
+LEGACY_VECTOR_FILES = {"hornetq": "hornetq-2.4.7.Final.jsonl", "artemis1": "artemis-1.5.6.jsonl"}
+LEGACY_VECTORS_MAIN = "cck.legacy.Vectors"
 DECODE_TIMEOUT_S = 600.0
 
 
@@ -113,6 +119,49 @@ def _cmd_vectors(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_legacy_vectors(args: argparse.Namespace) -> int:
+    # imported here: the legacy launcher is a target module, which imports this package
+    from cck.conformance.targets._legacy_launch import ensure_legacy
+
+    out_dir: Path = args.out or _default_vectors_dir() / "legacy"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest_path = out_dir / "manifest.json"
+    try:
+        manifest: Any = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        manifest = {}
+    servers: dict[str, Any] = dict(manifest.get("servers", {}))
+    for kind in args.kind or sorted(LEGACY_VECTOR_FILES):
+        launch = ensure_legacy(kind)
+        name = LEGACY_VECTOR_FILES[kind]
+        with tempfile.TemporaryDirectory(prefix="cck-legacy-vectors-", dir=out_dir.parent) as tmp:
+            staged = Path(tmp) / name
+            command = [launch.argv_prefix[0], *launch.server.jvm_args, "-cp", launch.classpath, LEGACY_VECTORS_MAIN,
+                       "--kind", kind, "--out", str(staged)]
+            try:
+                result = subprocess.run(command, capture_output=True, text=True, timeout=VECTORS_TIMEOUT_S,
+                                        check=False, stdin=subprocess.DEVNULL)
+            except subprocess.TimeoutExpired:
+                raise ArtemisError(f"the {kind} vector tool did not finish within {VECTORS_TIMEOUT_S:.0f}s") from None
+            if result.returncode != 0:
+                raise ArtemisError(f"the {kind} vector tool failed (exit {result.returncode}):\n"
+                                   + (result.stderr or result.stdout).strip())
+            summary: Any = json.loads(result.stdout.strip().splitlines()[-1])
+            shutil.move(str(staged), str(out_dir / name))
+        servers[kind] = {
+            "file": name,
+            "server_version": summary["server_version"],
+            "protocol_version": summary["protocol_version"],
+            "generated_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
+            "count": summary["count"],
+            "packet_types_covered": summary["packet_types_covered"],
+        }
+        _say(f"wrote {summary['count']} vectors made by {summary['server_version']} to {out_dir / name}")
+    manifest = {"generator": "cck artemis legacy-vectors", "servers": dict(sorted(servers.items()))}
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
 def _cmd_decode(args: argparse.Namespace) -> int:
     dist, classes = _prepare(args.version)
     sys.stdout.flush()
@@ -185,6 +234,14 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     p = sub.add_parser("vectors", help="regenerate every checked-in vector file and manifest.json")
     p.add_argument("--out", type=Path, default=None, help="output directory (default fixtures/vectors)")
     p.set_defaults(func=_cmd_vectors)
+
+    p = sub.add_parser("legacy-vectors",
+                       help="regenerate fixtures/vectors/legacy: vectors made by HornetQ 2.4.7's and Artemis 1.5.6's "
+                            "own classes (fetched from Maven Central; --version does not apply)")
+    p.add_argument("--kind", action="append", choices=sorted(LEGACY_VECTOR_FILES), default=None,
+                   help="only this server kind (repeatable; default both)")
+    p.add_argument("--out", type=Path, default=None, help="output directory (default fixtures/vectors/legacy)")
+    p.set_defaults(func=_cmd_legacy_vectors)
 
     p = sub.add_parser(
         "decode",

@@ -7,6 +7,7 @@ import io
 import json
 import shutil
 import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -176,3 +177,64 @@ def test_file_lock_is_taken_once_the_holder_releases_it(tmp_path: Path) -> None:
     with d.file_lock(lock, 5.0):
         assert time.monotonic() - started < 4.0
     released.join(5.0)
+
+
+def _fake_legacy_tool(tmp_path: Path, *, fail: bool = False) -> Path:
+    """A stand-in for ``java ... cck.legacy.Vectors --kind K --out FILE``: one vector line, then the summary."""
+    script = tmp_path / "fake-java"
+    script.write_text(f"""#!{sys.executable}
+import json, sys
+args = sys.argv[1:]
+kind, out = args[args.index("--kind") + 1], args[args.index("--out") + 1]
+if {fail!r}:
+    sys.stderr.write("vectors of " + kind + " failed: round trip\\n")
+    sys.exit(1)
+open(out, "w").write(json.dumps({{"id": "PING/x@1-" + kind, "kind": "packet"}}) + "\\n")
+print(json.dumps({{"server_version": "S " + kind, "protocol_version": 1, "count": 1,
+                  "packet_types_covered": {{"PING": 10}}}}))
+""", encoding="utf-8")
+    script.chmod(0o755)
+    return script
+
+
+def _fake_ensure_legacy(script: Path) -> Any:
+    from cck.conformance.targets import _legacy_launch as legacy
+
+    def ensure(kind: str) -> legacy.LegacyLaunch:
+        server = legacy.LEGACY_SERVERS[kind]
+        return legacy.LegacyLaunch(server, script.parent, script.parent, script.parent, "cp",
+                                   (str(script), "-cp", "cp", legacy.MAIN_CLASS, "--kind", kind))
+
+    return ensure
+
+
+def test_legacy_vectors_writes_each_kind_s_file_and_keeps_the_other_s_manifest_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cck.conformance.targets import _legacy_launch as legacy
+
+    monkeypatch.setattr(legacy, "ensure_legacy", _fake_ensure_legacy(_fake_legacy_tool(tmp_path)))
+    out = tmp_path / "legacy"
+    assert cli_main(["legacy-vectors", "--kind", "hornetq", "--out", str(out)]) == 0
+    assert cli_main(["legacy-vectors", "--kind", "artemis1", "--out", str(out)]) == 0
+    assert json.loads((out / "hornetq-2.4.7.Final.jsonl").read_text())["id"] == "PING/x@1-hornetq"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["generator"] == "cck artemis legacy-vectors"
+    assert {k: (v["file"], v["count"], v["server_version"]) for k, v in manifest["servers"].items()} == {
+        "artemis1": ("artemis-1.5.6.jsonl", 1, "S artemis1"),
+        "hornetq": ("hornetq-2.4.7.Final.jsonl", 1, "S hornetq"),
+    }
+
+
+def test_legacy_vectors_reports_a_failed_round_trip_and_keeps_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cck.conformance.targets import _legacy_launch as legacy
+
+    monkeypatch.setattr(legacy, "ensure_legacy", _fake_ensure_legacy(_fake_legacy_tool(tmp_path, fail=True)))
+    out = tmp_path / "legacy"
+    out.mkdir()
+    (out / "hornetq-2.4.7.Final.jsonl").write_text("old\n")
+    assert cli_main(["legacy-vectors", "--kind", "hornetq", "--out", str(out)]) == 2
+    assert "the hornetq vector tool failed (exit 1):\nvectors of hornetq failed: round trip" in capsys.readouterr().err
+    assert (out / "hornetq-2.4.7.Final.jsonl").read_text() == "old\n"
