@@ -58,8 +58,8 @@ EXTRA_PYTHONS := $(subst $(space),:,$(strip $(wildcard $(HOME)/.pyenv/versions/3
 # oldest Python supported, and `newest`, the newest the machine has (3.13 here); py312 and py313 run all of them by
 # hand with `tox -e`).  The envs without timing cases run two at a time (this machine has two cores); the conformance
 # envs, whose timing cases want the machine to themselves, run one after another afterwards.  Longest first: newest
-# (the JVM-driven tests and the codec's and reference's again, about 12 min) on one core while py311 (about 6),
-# reports (about 6) and wheel share the other, then type and lint.
+# (the JVM-driven tests and the codec's and reference's again, about 14 min) on one core while py311 (about 6),
+# reports (about 7) and wheel share the other, then type and lint.
 UNIT_ENVS := newest,py311,reports,wheel,type,lint
 # Artemis 2.28.0's broker cases and the stock clients' client cases run by hand (tox -e conformance-artemis228,
 # conformance-artemis228-cluster, conformance-clients-stock): with them make test passed 60 minutes on a slower
