@@ -121,7 +121,7 @@ def _cmd_vectors(args: argparse.Namespace) -> int:
 
 def _cmd_legacy_vectors(args: argparse.Namespace) -> int:
     # imported here: the legacy launcher is a target module, which imports this package
-    from cck.conformance.targets._legacy_launch import ensure_legacy
+    from cck.conformance.targets import ensure_legacy
 
     out_dir: Path = args.out or _default_vectors_dir() / "legacy"
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -51,7 +51,7 @@ from ._config import (
 from ._errors import NodeStartError, NodeStopError, TargetError, UnsupportedByTarget
 from ._factory import TARGET_KINDS, make_target
 from ._legacy import LEGACY_TARGETS, Artemis1Target, HornetQTarget, LegacyTarget
-from ._legacy_launch import LEGACY_SERVERS, LegacyServer
+from ._legacy_launch import LEGACY_SERVERS, LegacyServer, ensure_legacy
 from ._netns import netns_unavailable
 from ._process import free_ports, launch_counts
 from ._reference import REFERENCE_START_DEADLINE_S, ReferenceNode, ReferenceTarget, kit_version
@@ -104,6 +104,7 @@ __all__ = [
     "LEGACY_TARGETS",
     "LEGACY_SERVERS",
     "LegacyServer",
+    "ensure_legacy",
     "CommandTarget",
     "CommandNode",
     "CommandBench",
