@@ -50,7 +50,10 @@ closed, and a final consumer drains the queue up to a fence sent to its tail.  T
 * ack lost: a message delivered again after its acknowledgement was confirmed;
 * unexpected: a receipt of a key never sent;
 * left: messages still in the queue after the final drain;
-* stalls: the pair or the clients not back within the deadlines.
+* stalls: the pair or the clients not back within the deadlines;
+* exits: a server whose process ended although the soak neither killed nor stopped it.  The soak notes its exit
+  status and last log lines, starts it again (as a supervisor would; under replication a backup is waited for
+  until it says it is synchronised) and goes on, so that the rest of the run is still measured.
 
 Redeliveries of messages whose acknowledgement was not confirmed are allowed, whatever their delivery count (a
 killed server does not persist delivery counts before delivery by default, so they may come back with count 1),
@@ -95,6 +98,7 @@ from cck.conformance.suite._ha_kit import POLICIES, Policy, acceptor, ha_spec
 from cck.conformance.targets import (
     ArtemisTarget,
     ManagedTarget,
+    ProcessNode,
     ReferenceTarget,
     TargetError,
     Topology,
@@ -239,10 +243,11 @@ class Verdict:
 
 
 def judge(result: HistoryResult, message_ids: Mapping[str, set[int]], acks_confirmed: Mapping[str, int], *,
-          left: int, stalls: int, aborted: str | None = None) -> Verdict:
+          left: int, stalls: int, aborted: str | None = None, exits: int = 0) -> Verdict:
     """The soak's verdict from the history checker's ``result`` (judged with a complete final drain and duplicates
     allowed), the broker message IDs each key was received under, the confirmed acknowledgements per key, the
-    messages left in the queue after the final drain and the stalls.  See the module's docstring."""
+    messages left in the queue after the final drain, the stalls and the servers that ended on their own.  See the
+    module's docstring."""
     twice = sorted(k for k, ids in message_ids.items() if len(ids) > 1)
     acked_twice = sorted(k for k, n in acks_confirmed.items() if n > 1)
     stored_twice = sorted(set(twice) | set(acked_twice))
@@ -253,6 +258,7 @@ def judge(result: HistoryResult, message_ids: Mapping[str, set[int]], acks_confi
         "unexpected": result.unexpected.count,
         "left_in_queue": left,
         "stalls": stalls,
+        "exits": exits,
         "aborted": int(aborted is not None),
     }
     allowed = {
@@ -522,11 +528,13 @@ class StepRecord:
     #: every client, on the primary, has the backup from the topology (from the kill)
     backup_known_ms: float | None = None
     stalled: str | None = None
+    #: servers whose process ended on its own during this kill's restore: name, exit status, last log lines
+    exited: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.kill.to_dict(), "at_s": round(self.at_s, 3),
                 **{name: None if (value := getattr(self, name)) is None else round(value, 1) for name in TIMINGS},
-                "stalled": self.stalled}
+                "stalled": self.stalled, "exited": self.exited}
 
 
 #: the timings of a :class:`StepRecord`, in the order a kill's restore passes them
@@ -539,6 +547,10 @@ def _ms_since(start: float) -> float:
 
 class Stalled(Exception):
     """The pair or the clients did not come back within a deadline."""
+
+
+class Exited(Stalled):
+    """A server's process ended although the soak neither killed nor stopped it."""
 
 
 class Soak:
@@ -554,6 +566,13 @@ class Soak:
         self.records: list[StepRecord] = []
         self.started = time.monotonic()
         self.aborted: str | None = None
+        #: the servers the soak killed and has not started again: every other one should be running
+        self.down: set[str] = set()
+
+    def exited(self) -> list[str]:
+        """The servers that should be running and are not: their process ended on its own."""
+        return [name for name in (PRIMARY, BACKUP)
+                if name not in self.down and not self.target.node(name).is_running]
 
     async def _serving(self, node: str) -> None:
         """Until ``node`` serves: a session created on it by a client that connects to it alone (a waiting backup
@@ -573,6 +592,7 @@ class Soak:
     async def _start(self, node: str) -> None:
         """Start ``node``: the target's own wait (its ready line, or its waiting line for a server that waits for
         the store)."""
+        self.down.discard(node)
         await asyncio.to_thread(self.target.node(node).start)
 
     async def _primary_back(self) -> None:
@@ -598,7 +618,11 @@ class Soak:
             machine = client.connection.machine if client.connection is not None else None
             return machine is not None and machine.connector == primary and backup in machine.backups
 
-        if not await self.traffic.wait_until(lambda: all(map(knows, clients)), PROGRESS_S):
+        # a server that ended on its own (the backup, after handing back) is never announced: not waited for
+        done = await self.traffic.wait_until(lambda: all(map(knows, clients)) or bool(self.exited()), PROGRESS_S)
+        if ended := self.exited():
+            raise Exited(f"{', '.join(ended)} ended on its own")
+        if not done:
             unaware = "; ".join(c.where() for c in clients if not knows(c))
             raise Stalled(f"the clients did not learn the backup within {PROGRESS_S:.0f} s: {unaware}")
 
@@ -627,15 +651,41 @@ class Soak:
             await asyncio.sleep(step.pause_s)  # the schedule's pause: time under load before the kill
             killed = time.monotonic()
             record.at_s = killed - self.started
+            since = functools.partial(_ms_since, killed)
             try:
+                self.down.add(step.node)
                 await asyncio.to_thread(self.target.node(step.node).kill)
-                await self._restore(step, record, functools.partial(_ms_since, killed))
+                try:
+                    await self._restore(step, record, since)
+                except (Stalled, TargetError):
+                    if not self.exited():
+                        raise
+                    await self._restart_exited(record, since)
             except (Stalled, TargetError) as exc:
                 record.stalled = f"{type(exc).__name__}: {exc}"
                 self.aborted = f"kill {step.index}, {step.label}: {record.stalled}"
                 progress(record)
                 return
             progress(record)
+
+    async def _restart_exited(self, record: StepRecord, since: Callable[[], float]) -> None:
+        """Note each server that ended on its own (an anomaly), start it again and finish the restore: every client
+        progressing, and with the backup up, every client knowing it."""
+        for name in self.exited():
+            node = self.target.node(name)
+            await asyncio.to_thread(node.kill)  # nothing to kill: collects its exit status
+            last = " | ".join([line.strip()[:200] for line in node.logs(40).splitlines() if line.strip()][-3:])
+            code = node.last_exit_code if isinstance(node, ProcessNode) else None
+            record.exited.append(f"{name} ended on its own, exit status {code}; last lines: {last}")
+            if name == BACKUP:
+                await self._backup_back()
+            else:
+                await self._primary_back()
+        await self._progressed("the ended server started again")
+        record.progress_ms = since()
+        if BACKUP not in self.down:
+            await self._backup_known()
+            record.backup_known_ms = since()
 
     async def _restore(self, step: Kill, record: StepRecord, since: Callable[[], float]) -> None:
         """Bring the pair back after ``step``'s kill (as far as the schedule wants it back) and time it."""
@@ -824,6 +874,7 @@ def _line(record: StepRecord, total: int, traffic: Traffic) -> str:
             f"whole {_ms(record.whole_ms)}, clients on it {_ms(record.progress_ms)}, backup known "
             f"{_ms(record.backup_known_ms)}; "
             f"{len(traffic.confirmed)} confirmed, {len(traffic.received)} received")
+    text += "".join(f"  EXITED: {line}" for line in record.exited)
     return text + (f"  STALLED: {record.stalled}" if record.stalled else "")
 
 
@@ -920,7 +971,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     traffic = soak.traffic
     result = check(traffic.history, final_drain_complete=left >= 0, allow_duplicates=True)
     verdict = judge(result, traffic.message_ids, traffic.acks_confirmed, left=max(left, 0),
-                    stalls=sum(r.stalled is not None for r in soak.records), aborted=soak.aborted)
+                    stalls=sum(r.stalled is not None for r in soak.records), aborted=soak.aborted,
+                    exits=sum(len(r.exited) for r in soak.records))
     out.update(_evidence(soak, result, verdict, left))
     print(f"{len(soak.records)} kills in {out.get('kills_s', '?')} s ({out['total_s']} s in all); "
           f"{out['client_failovers']} client failovers; {len(traffic.confirmed)} confirmed sends, "
