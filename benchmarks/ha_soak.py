@@ -553,6 +553,13 @@ class Exited(Stalled):
     """A server's process ended although the soak neither killed nor stopped it."""
 
 
+def _last_records(log: str, count: int = 3) -> list[str]:
+    """The last ``count`` records of a server's output, without stack trace lines and the kit's own notes."""
+    kept = [line.strip()[:200] for line in log.splitlines()
+            if line.strip() and not line.startswith(("\t", " ", "---", "Caused by"))]
+    return kept[-count:]
+
+
 class Soak:
     """The kills of the schedule, one after another, with the traffic running."""
 
@@ -674,7 +681,7 @@ class Soak:
         for name in self.exited():
             node = self.target.node(name)
             await asyncio.to_thread(node.kill)  # nothing to kill: collects its exit status
-            last = " | ".join([line.strip()[:200] for line in node.logs(40).splitlines() if line.strip()][-3:])
+            last = " | ".join(_last_records(node.logs(200)))
             code = node.last_exit_code if isinstance(node, ProcessNode) else None
             record.exited.append(f"{name} ended on its own, exit status {code}; last lines: {last}")
             if name == BACKUP:

@@ -153,7 +153,8 @@ class _Node:
         self.is_running = True
 
     def logs(self, lines: int = 200) -> str:
-        return "AMQ221002: stopped\nAMQ221039: Restarting as replicating backup server after primary restart\n"
+        return ("AMQ221002: stopped\nAMQ221039: Restarting as replicating backup server after primary restart\n"
+                "AMQ222154: Error checking DLQ\n\tat org.example.Queue.check(Queue.java:1)\n--- exited with code 0\n")
 
     def wait_active(self, deadline_s: float) -> None:
         self.log.append(("active", self.name))
@@ -296,7 +297,8 @@ def test_a_backup_that_ends_on_its_own_is_an_exit_started_again_and_the_soak_goe
         ("backup known", "")]
     assert len(records[0].exited) == 1
     assert records[0].exited[0].startswith(f"{BACKUP} ended on its own")
-    assert "AMQ221039" in records[0].exited[0]
+    assert records[0].exited[0].endswith("last lines: AMQ221002: stopped | AMQ221039: Restarting as replicating "
+                                          "backup server after primary restart | AMQ222154: Error checking DLQ")
     assert records[0].backup_known_ms is not None
     assert records[1].exited == []
     assert records[0].to_dict()["exited"] == records[0].exited
