@@ -1,7 +1,9 @@
 """The current results as markdown: what ``docs/conformance-results.md`` shows, generated from evidence.
 
 ``latest_results`` is a pure DataFrame transform: for every matrix column (a target and its version for broker
-cases, a client under test for client cases) the latest run of that column and its verdict of each case.
+cases, a client under test for client cases) and every case run there, the case's verdict in the latest run of
+that column that has it.  A column can so hold runs of different selections (a version's single-broker groups in
+one run, its security group in another) and show every case at once, which is what the cross-version table needs.
 ``results_markdown`` renders those rows (plain Python, so it is tested without Spark) and ``splice`` puts the
 text between the two marker lines of a document, leaving the hand-written explanations around it alone.
 """
@@ -35,21 +37,18 @@ def _column_key(*, for_broker: Column, for_client: Column) -> Column:
 
 
 def latest_results(cases: DataFrame, runs: DataFrame) -> DataFrame:
-    """``cases`` (CASE table) and ``runs`` (RUN table) -> one row per column's latest run and case.
+    """``cases`` (CASE table) and ``runs`` (RUN table) -> one row per column and case: the case's verdict in the
+    column's latest run that has it.
 
-    Columns: subject, target, target_version, client, run_id, run_started, run_finished, case_id, verdict,
-    known (the verdict matched a known deviation).  A run's subject null is read as ``broker``; a broker
-    column's key is (target, version), a client column's the client."""
+    Columns: subject, target, target_version, client, run_id (the run the verdict is from), run_started,
+    run_finished, case_id, verdict, known (the verdict matched a known deviation).  A run's subject null is read
+    as ``broker``; a broker column's key is (target, version), a client column's the client."""
     run_rows = (
         runs.withColumn("subject", F.coalesce(F.col("subject"), F.lit("broker")))
         .withColumn("_key", _column_key(
             for_broker=F.concat_ws("@", F.col("target"), F.coalesce(F.col("target_version"), F.lit(""))),
             for_client=F.coalesce(F.col("client"), F.lit("?"))))
-    )
-    newest = Window.partitionBy("subject", "_key").orderBy(F.col("started").desc(), F.col("run_id").desc())
-    latest_runs = (
-        run_rows.withColumn("_n", F.row_number().over(newest)).where(F.col("_n") == 1)
-        .select("run_id", "subject", "target", "target_version",
+        .select("run_id", "_key", "subject", "target", "target_version",
                 _column_key(for_broker=F.lit(None).cast("string"), for_client=F.col("client")).alias("client"),
                 F.col("started").alias("run_started"), F.col("finished").alias("run_finished"))
     )
@@ -58,15 +57,22 @@ def latest_results(cases: DataFrame, runs: DataFrame) -> DataFrame:
         cases.withColumn("_n", F.row_number().over(last_record)).where(F.col("_n") == 1)
         .select("run_id", "case_id", "verdict", F.col("known_deviation").isNotNull().alias("known"))
     )
-    return latest_runs.join(last_cases, "run_id").select(
-        "subject", "target", "target_version", "client", "run_id", "run_started", "run_finished", "case_id",
-        "verdict", "known")
+    newest = Window.partitionBy("subject", "_key", "case_id").orderBy(F.col("run_started").desc(),
+                                                                       F.col("run_id").desc())
+    return (
+        run_rows.join(last_cases, "run_id")
+        .withColumn("_n", F.row_number().over(newest)).where(F.col("_n") == 1)
+        .select("subject", "target", "target_version", "client", "run_id", "run_started", "run_finished", "case_id",
+                "verdict", "known")
+    )
 
 
 @dataclass(frozen=True)
 class _Summary:
     column: MatrixColumn
-    run_id: str
+    #: the runs the column's verdicts come from, newest first
+    run_ids: tuple[str, ...]
+    #: their durations added up (None: some run has no end)
     seconds: float | None
     counts: Mapping[str, int]
     known_fails: int
@@ -92,9 +98,12 @@ def _summaries(rows: Sequence[Mapping[str, Any]]) -> list[_Summary]:
     summaries = []
     for column, cells in by_column.items():
         counts = {name: sum(1 for c in cells if c["verdict"] == name) for name in VERDICTS}
-        summaries.append(_Summary(column, str(cells[0]["run_id"]), _seconds(cells[0]["run_started"],
-                                                                            cells[0]["run_finished"]),
-                                  counts, sum(1 for c in cells if c["verdict"] == "FAIL" and c["known"])))
+        runs = {str(c["run_id"]): (c["run_started"], c["run_finished"]) for c in cells}
+        newest_first = tuple(sorted(runs, key=lambda r: (str(runs[r][0]), r), reverse=True))
+        durations = [_seconds(*runs[r]) for r in newest_first]
+        seconds = None if any(d is None for d in durations) else sum(d for d in durations if d is not None)
+        summaries.append(_Summary(column, newest_first, seconds, counts,
+                                  sum(1 for c in cells if c["verdict"] == "FAIL" and c["known"])))
     return sorted(summaries, key=lambda s: (s.column.subject, s.column.sort_key()))
 
 
@@ -115,8 +124,9 @@ def _section(subject: str, rows: Sequence[Mapping[str, Any]], summaries: Sequenc
         fail_at = _SHOWN.index("FAIL")
         if s.known_fails:
             cells[fail_at] += f" ({s.known_fails} known)"
+        runs = f"`{s.run_ids[0]}`" + (f" and {len(s.run_ids) - 1} earlier" if len(s.run_ids) > 1 else "")
         lines.append(f"| {s.column.label} | {sum(s.counts.values())} | " + " | ".join(cells)
-                     + f" | `{s.run_id}` | {_duration(s.seconds)} |")
+                     + f" | {runs} | {_duration(s.seconds)} |")
     columns = [s.column for s in mine]
     verdicts: dict[str, dict[MatrixColumn, Mapping[str, Any]]] = {}
     for row in rows:
@@ -141,8 +151,10 @@ def results_markdown(rows: Sequence[Mapping[str, Any]], *, evidence: str) -> str
     if not rows:
         raise ReportError(f"{evidence}: no case verdicts to write results from")
     summaries = _summaries(rows)
-    lines = [BEGIN, "", f"From the latest run of each column below `{evidence}`; per verdict the number of cases "
-             "(FAIL: how many matched a known deviation).", ""]
+    lines = [BEGIN, "", f"From the runs below `{evidence}`: in each column, every case's verdict from the latest run "
+             "of that column that has the case (`run`: the newest of them, and how many earlier runs gave some of "
+             "the column's cases; `time`: their durations added up); per verdict the number of cases (FAIL: how "
+             "many matched a known deviation).", ""]
     for subject in ("broker", _CLIENT):
         lines += _section(subject, rows, summaries)
     lines.append(END)

@@ -25,7 +25,8 @@ def _case(run: str, case: str, verdict: str, *, finished: int = 0, known: str | 
             **fields}
 
 
-def test_latest_results_takes_each_columns_newest_run(spark: SparkSession, table: Table) -> None:
+def test_latest_results_takes_each_cases_verdict_from_its_columns_newest_run_that_has_it(
+        spark: SparkSession, table: Table) -> None:
     runs = table("run",
                  {"run_id": "a1", "target": "artemis", "target_version": "2.44.0", "started": ts(1), "finished": ts(2)},
                  {"run_id": "a2", "target": "artemis", "target_version": "2.44.0", "started": ts(3), "finished": ts(4)},
@@ -33,12 +34,15 @@ def test_latest_results_takes_each_columns_newest_run(spark: SparkSession, table
                  {"run_id": "k1", "subject": "client", "client": "kit", "started": ts(5), "finished": ts(6)})
     cases = table("case",
                   _case("a1", "c1", "FAIL"), _case("a2", "c1", "FAIL", known="why"),
+                  # only the older run has c3: its verdict stands in the column
+                  _case("a1", "c3", "PASS_LENIENT"),
                   # recorded twice in one run: the record that finished last counts
                   _case("a2", "c2", "FAIL", finished=1), _case("a2", "c2", "PASS", finished=2),
                   _case("b1", "c1", "PASS"), _case("k1", "x1", "PASS", subject="client", client="kit"))
     expected = spark.createDataFrame([
         ("broker", "artemis", "2.44.0", None, "a2", ts(3), ts(4), "c1", "FAIL", True),
         ("broker", "artemis", "2.44.0", None, "a2", ts(3), ts(4), "c2", "PASS", False),
+        ("broker", "artemis", "2.44.0", None, "a1", ts(1), ts(2), "c3", "PASS_LENIENT", False),
         ("broker", "artemis", "2.28.0", None, "b1", ts(1), ts(2), "c1", "PASS", False),
         ("client", "reference", None, "kit", "k1", ts(5), ts(6), "x1", "PASS", False),
     ], LATEST)
@@ -66,6 +70,13 @@ def test_results_markdown_counts_and_lists_every_non_pass() -> None:
     assert "| `reattach.cut.2` |" not in text
     assert "### Client cases" in text
     assert "| `backoff.interval.1` | UNSUPPORTED |" in text
+
+
+def test_a_column_of_several_runs_names_the_newest_and_adds_up_their_time() -> None:
+    older = {**_row("security.tls.1", "PASS"), "run_id": "run-a", "run_started": ts(0), "run_finished": ts(0, 30)}
+    newer = {**_row("reattach.cut.2", "FAIL"), "run_id": "run-b", "run_started": ts(2), "run_finished": ts(3)}
+    text = results_markdown([older, newer], evidence="ev")
+    assert "| artemis 2.44.0 | 2 | 1 | 0 | 0 | 1 | 0 | 0 | `run-b` and 1 earlier | 1 min 30 s |" in text
 
 
 def test_results_markdown_refuses_no_rows() -> None:
