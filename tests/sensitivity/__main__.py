@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from datetime import UTC, datetime
@@ -43,8 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     if options.smoke:
         mutants = [m for m in mutants if m.smoke]
     if options.list:
-        for m in mutants:
-            print(f"{m.name:45} {m.clause:32} {m.selection}")
+        try:
+            for m in mutants:
+                print(f"{m.name:45} {m.clause:32} {m.selection}")
+            sys.stdout.flush()
+        except BrokenPipeError:  # `--list | head`: the reader has all it wants
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     started = time.monotonic()
     outcomes, baselines = run_all(mutants, progress=lambda line: print(line, flush=True))
