@@ -192,6 +192,14 @@ def _client_credentials(attack: Attack) -> list[tuple[Packet, int]]:
 
 
 ATTACKS["client-credentials"] = ("", _client_credentials)
+
+
+def _wrong_cluster_password(attack: Attack) -> list[tuple[Packet, int]]:
+    return [(ClusterConnectMessage(CLUSTER.user, f"{CLUSTER.password}-not"), CLUSTER_CHANNEL),
+            (_announce(attack), CLUSTER_CHANNEL)]
+
+
+ATTACKS["wrong-cluster-password"] = ("", _wrong_cluster_password)
 ATTACKS["session-cluster-user"] = ("", _node_announce)
 #: the attacks that open a session first (CREATESESSION on channel 1, its answer awaited), with these credentials
 SESSION_FIRST = {"session-cluster-user": (CLUSTER.user, CLUSTER.password)}
@@ -208,6 +216,12 @@ NOT_MEMBERS = (
          "the announcement has no effect (a client session, whatever its user, is no cluster connection): the rogue "
          "broker is never dialled, a topology subscriber hears of no new node",
          params={"attack": "session-cluster-user"}, needs=(CONFIG,)),
+    Case("security.cluster.8", "security.cluster-credentials",
+         "a connection sends CLUSTER_CONNECT on channel 3 with the node's own cluster user name and a wrong "
+         "password, then NODE_ANNOUNCE of a live node whose connector is the rogue broker",
+         "CLUSTER_CONNECT_REPLY says not authorized and the announcement has no effect: the rogue broker is never "
+         "dialled, a topology subscriber hears of no new node", params={"attack": "wrong-cluster-password"},
+         needs=(CONFIG,)),
 )
 
 
