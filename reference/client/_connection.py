@@ -370,7 +370,8 @@ class ClientConnectionCore:
             return
         now = now_ms
         expired = self._setup_calls.expire(now)
-        for session in self.sessions.values():
+        # a copy: an expired SESS_CLOSE's callback removes its session from the dict
+        for session in list(self.sessions.values()):
             expired += session.calls.expire(now)
         topology = self._topology_call
         if topology is not None and not topology.done and topology.deadline is not None and now >= topology.deadline:

@@ -387,6 +387,23 @@ def test_a_call_that_times_out_fails_the_connection_and_every_waiter() -> None:
         session.commit()
 
 
+def test_a_session_close_that_times_out_leaves_the_connection_failed_not_the_timer_broken() -> None:
+    # the expired SESS_CLOSE's callback removes its session while the timer walks the sessions
+    wire = link(call_timeout_ms=500)
+    session = wire.session()
+    other = wire.session()
+    closing = session.close()
+    wire.client.take_output(wire.clock.now)  # SESS_CLOSE goes out and is never answered
+    wire.clock.now += 500
+    wire.client.tick(wire.clock.now)
+    assert isinstance(closing.error, CallTimeout)
+    assert session.channel_id not in wire.client.sessions
+    assert isinstance(wire.client.failure, ConnectionFailed)
+    assert wire.failures == [wire.client.failure]
+    with pytest.raises(ConnectionFailed):
+        other.commit()
+
+
 def test_the_connection_fails_when_nothing_arrives_for_the_ttl() -> None:
     clock = FakeClock()
     client = ClientConnectionCore(ClientSettings(connection_ttl_ms=1_000, client_failure_check_period_ms=400))
