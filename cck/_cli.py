@@ -2,6 +2,7 @@
 
     cck run --target reference --case 'reattach.*'      the conformance suite (python -m cck.conformance run)
     cck cases | clauses | timing-check                  the suite's case list, clause table, timing check
+    cck explore --target reference --budget 10m         fault exploration (python -m cck.conformance explore)
     cck report --evidence DIR --out DIR                 the report site (python -m cck.reports report; reports extra)
     cck synth | install-allure                          synthetic evidence, the pinned allure (python -m cck.reports)
     cck broker [--config broker.xml]                    the reference broker (python -m cck.reference broker)
@@ -34,6 +35,7 @@ COMMANDS: dict[str, Command] = {
     "cases": Command("cck.conformance.__main__", "list the suite's cases"),
     "clauses": Command("cck.conformance.__main__", "print the clause table"),
     "timing-check": Command("cck.conformance.__main__", "check the backoff oracle fails a schedule 20%% off"),
+    "explore": Command("cck.conformance.__main__", "fault exploration of a broker (shrinks and replays)"),
     "report": Command("cck.reports.__main__", "evidence -> Parquet -> the report site (needs the reports extra)"),
     "synth": Command("cck.reports.__main__", "write seeded synthetic evidence for scale tests"),
     "install-allure": Command("cck.reports.__main__", "install the pinned Allure Report 3 (npm)"),

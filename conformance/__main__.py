@@ -8,6 +8,7 @@
     cck cases
     cck timing-check --client kit --repeat 20
     cck clauses --level SHOULD
+    cck explore --target reference --budget 10m --seed 1
 
 ``run`` is pytest over the kit's suite with the plugin's options (docs/conformance.md); anything it does not
 know is passed on to pytest, and its exit status is pytest's: 0 every case conforms, 1 a case failed,
@@ -32,6 +33,9 @@ import pytest
 
 from cck.conformance.cases import Case
 from cck.conformance.clauses import LEVELS, ClauseError, load_clauses
+from cck.conformance.explore import DESCRIPTION as EXPLORE_DESCRIPTION
+from cck.conformance.explore import add_arguments as add_explore_arguments
+from cck.conformance.explore import run_explore
 from cck.conformance.plugin import SUITE_DIR, case_of
 from cck.conformance.targets import TARGET_KINDS
 
@@ -174,6 +178,10 @@ def _cmd_clauses(options: argparse.Namespace, extra: Sequence[str]) -> int:
     return 0
 
 
+def _cmd_explore(options: argparse.Namespace, extra: Sequence[str]) -> int:
+    return run_explore(options, options.explore_parser)
+
+
 def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog or "python -m cck.conformance", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -225,6 +233,11 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     clauses.add_argument("--table", type=Path, metavar="DIR", help="a clause table directory instead of the kit's")
     clauses.add_argument("-v", "--verbose", action="store_true", help="print each clause's text too")
     clauses.set_defaults(handler=_cmd_clauses)
+    explore = commands.add_parser("explore", help="hypothesis-driven fault exploration: random workloads and fault "
+                                                  "schedules, a failing one shrunk and written with its replay",
+                                  description=EXPLORE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_explore_arguments(explore)
+    explore.set_defaults(handler=_cmd_explore, explore_parser=explore)
     return parser
 
 
@@ -233,7 +246,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser = _parser(prog)
     options, extra = parser.parse_known_args(argv)
     options.argv = list(sys.argv[1:] if argv is None else argv)  # what --repeat runs again
-    if extra and options.command in ("clauses", "timing-check"):
+    if extra and options.command in ("clauses", "timing-check", "explore"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     return int(options.handler(options, extra))
 

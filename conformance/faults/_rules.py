@@ -244,24 +244,31 @@ class CutAfter(Rule):
     sides) when the next one arrives; that frame is not forwarded.
 
     Counted: frames of ``direction`` whose packet ``requires_confirmations()``, on session channels
-    (>= 10) or only on ``channel`` when given; the count runs across connections from the moment the
-    rule is installed.  The rule fires once.
+    (>= 10) or only on ``channel`` when given; with ``packet_types``, instead every frame of those types
+    (confirmable or not), on any channel or only on ``channel``.  The count runs across connections from
+    the moment the rule is installed.  The rule fires once.
     """
 
     confirmable_commands: int
     direction: str = "c2s"
     channel: int | None = None
+    packet_types: AbstractSet[str] | None = None
 
     def __post_init__(self) -> None:
         if self.confirmable_commands < 0:
             raise ValueError(f"confirmable_commands must be >= 0, got {self.confirmable_commands}")
         object.__setattr__(self, "direction", _direction(self.direction))
+        object.__setattr__(self, "packet_types", _types(self.packet_types))
 
     def budget(self) -> int | None:
         return 1
 
     def _counts(self, view: FrameView) -> bool:
-        if not view.confirmable or self.direction not in ("both", view.direction):
+        if self.direction not in ("both", view.direction):
+            return False
+        if self.packet_types is not None:
+            return view.type_name in self.packet_types and (self.channel is None or view.channel == self.channel)
+        if not view.confirmable:
             return False
         return view.channel == self.channel if self.channel is not None else view.channel >= _FIRST_SESSION_CHANNEL
 

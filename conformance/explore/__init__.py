@@ -1,0 +1,100 @@
+"""Fault exploration (issue 21, first slice): hypothesis-generated workloads and protocol-aware fault schedules,
+run with the kit's client through the fault proxy, judged by the history checker; a failing example is shrunk,
+confirmed by a replay and written as evidence with the command that replays it::
+
+    cck explore --target reference --budget 2m --seed 1
+    cck explore --target reference --replay evidence/explore-.../minimal/example.json
+
+The pieces: the model (:class:`Example` = :class:`Workload` + :class:`FaultSchedule`, JSON both ways), the
+hypothesis strategies (:func:`examples`), the runner (:func:`run_example`: one example against a broker URL),
+the oracle (:func:`judge`: which of the checker's findings a conforming broker can never produce) and the loop
+(:func:`explore`).  See docs/exploration.md.
+"""
+
+from __future__ import annotations
+
+from ._cli import DESCRIPTION, add_arguments, parse_budget, run_explore
+from ._explore import ExploreConfig, ExploreResult, explore, load_example, replay_command, write_evidence
+from ._faults import rule_of
+from ._judge import Judgement, judge
+from ._model import (
+    CONNECTION_TTLS_MS,
+    QUEUES,
+    WINDOWS,
+    ClientConfig,
+    Commit,
+    CreateConsumer,
+    CreateProducer,
+    CutAfterCommands,
+    CutAtFrame,
+    DelayFrames,
+    DropFrames,
+    DuplicateFrames,
+    Example,
+    ExampleError,
+    Fault,
+    FaultSchedule,
+    Operation,
+    Receive,
+    RefuseConnects,
+    ResetReattach,
+    Rollback,
+    Send,
+    Workload,
+)
+from ._runner import Limits, Outcome, run_example, run_example_sync
+from ._strategies import client_configs, examples, fault_schedules, faults, operations, workloads
+
+__all__ = [
+    # the model
+    "CONNECTION_TTLS_MS",
+    "QUEUES",
+    "WINDOWS",
+    "ClientConfig",
+    "Commit",
+    "CreateConsumer",
+    "CreateProducer",
+    "CutAfterCommands",
+    "CutAtFrame",
+    "DelayFrames",
+    "DropFrames",
+    "DuplicateFrames",
+    "Example",
+    "ExampleError",
+    "Fault",
+    "FaultSchedule",
+    "Operation",
+    "Receive",
+    "RefuseConnects",
+    "ResetReattach",
+    "Rollback",
+    "Send",
+    "Workload",
+    # strategies
+    "client_configs",
+    "examples",
+    "fault_schedules",
+    "faults",
+    "operations",
+    "workloads",
+    # faults as proxy rules
+    "rule_of",
+    # running and judging
+    "Judgement",
+    "Limits",
+    "Outcome",
+    "judge",
+    "run_example",
+    "run_example_sync",
+    # the loop and the command
+    "DESCRIPTION",
+    "ExploreConfig",
+    "ExploreResult",
+    "add_arguments",
+    "explore",
+    "load_example",
+    "parse_budget",
+    "replay_command",
+    "run_explore",
+    "write_evidence",
+]

@@ -1,0 +1,163 @@
+"""``cck explore``: its options and what it does with them (wired into ``python -m cck.conformance``)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import re
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from cck.conformance.targets import TargetError, Topology, make_target
+
+from ._explore import ExploreConfig, explore, load_example, replay_command, write_outcome
+from ._model import Example, ExampleError
+from ._runner import Outcome, run_example
+
+__all__ = ["DESCRIPTION", "add_arguments", "parse_budget", "run_explore"]
+
+DESCRIPTION = """\
+Explore: hypothesis draws a workload (producers and consumers on a few queues, durable or not, blocking or
+asynchronous sends, receive + ack, local transactions; the client's confirmation window and connection-ttl) and
+a schedule of protocol-aware faults over it (cut after the n-th confirmable command or frame of a type, drop,
+delay, duplicate, reset during reattach, refuse connects), runs it with the kit's client (reconnecting, so
+sessions reattach) through the fault proxy in front of the target, drains the queues and judges the history.
+A failing example is shrunk, replayed once more to confirm, and written to --evidence-dir with the one-line
+command that replays it.
+
+Exit status: 0 nothing found, 1 a finding, 2 bad arguments, 3 the kit erred (no finding), 4 the target did
+not start or a replay could not be judged.  docs/exploration.md says what is judged and what is not."""
+
+EXPLORE_TARGETS = ("reference", "artemis")
+_BUDGET = re.compile(r"^(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+(?:\.\d+)?)s?)?$")
+
+
+def parse_budget(text: str) -> float:
+    """``10m``, ``90s``, ``1h``, ``2m30s`` or plain seconds, as seconds (> 0)."""
+    match = _BUDGET.match(text.strip())
+    if not text.strip() or match is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration: use e.g. 90s, 10m, 1h or 2m30s")
+    seconds = int(match["h"] or 0) * 3600 + int(match["m"] or 0) * 60 + float(match["s"] or 0)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"the budget must be more than 0 s, got {text!r}")
+    return seconds
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", choices=EXPLORE_TARGETS, required=True,
+                        help="the broker to explore, started by the kit: the reference broker or a pinned Artemis")
+    parser.add_argument("--artemis-version", metavar="V", help="a pinned Artemis version (target artemis; default: "
+                                                               "the pins' default)")
+    parser.add_argument("--budget", type=parse_budget, default=parse_budget("10m"), metavar="DURATION",
+                        help="how long to generate examples: 90s, 10m, 1h, 2m30s (default 10m); shrinking a "
+                             "finding may take up to --shrink-budget more")
+    parser.add_argument("--shrink-budget", type=parse_budget, default=parse_budget("2m"), metavar="DURATION",
+                        help="time for shrinking once a failing example is found (default 2m)")
+    parser.add_argument("--seed", type=_seed, default=0, metavar="S",
+                        help="hypothesis's seed: the same seed draws the same examples (default 0)")
+    parser.add_argument("--max-examples", type=_positive, default=1000, metavar="N",
+                        help="at most N examples (default 1000)")
+    parser.add_argument("--evidence-dir", type=Path, metavar="DIR",
+                        help="write every example's summary, and a failing example's minimal form, history, wire "
+                             "log, findings and replay command, under DIR/explore-<time>-seed<S>/")
+    parser.add_argument("--replay", type=Path, metavar="FILE",
+                        help="run the example in FILE (an example.json the exploration wrote) once and judge it")
+
+
+def _target_args(options: argparse.Namespace) -> tuple[str, ...]:
+    args: tuple[str, ...] = ("--target", options.target)
+    if options.artemis_version is not None:
+        args += ("--artemis-version", options.artemis_version)
+    return args
+
+
+def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, out: TextIO | None = None,
+                err: TextIO | None = None) -> int:
+    """Carry out ``cck explore`` (argument errors end through ``parser.error``: exit status 2); progress and the
+    result go to ``out`` (stdout), what is being started to ``err`` (stderr)."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    if options.artemis_version is not None and options.target != "artemis":
+        parser.error("--artemis-version is for --target artemis")
+    example: Example | None = None
+    if options.replay is not None:
+        try:
+            example = load_example(options.replay)
+        except ExampleError as exc:
+            parser.error(f"--replay {options.replay}: {exc}")
+    # every example cuts and resets the client on purpose: its "connection failed" warnings say nothing here
+    logging.getLogger("cck.reference.client").setLevel(logging.ERROR)
+    config = ExploreConfig(options.budget, options.seed, options.max_examples, options.shrink_budget,
+                           options.evidence_dir, _target_args(options))
+    with tempfile.TemporaryDirectory(prefix="cck-explore-") as workdir:
+        try:
+            target = make_target(options.target, version=options.artemis_version, workdir=Path(workdir),
+                                 topology=Topology())
+        except ValueError as exc:
+            parser.error(str(exc))
+        print(f"starting the {options.target} target ...", file=err, flush=True)
+        try:
+            target.start()
+        except TargetError as exc:
+            target.close()
+            print(f"error: the {options.target} target did not start: {exc}", file=err)
+            return 4
+        with target:
+            url, version = target.url, target.protocol_version
+
+            def run(candidate: Example) -> Outcome:
+                return asyncio.run(run_example(url, candidate, protocol_version=version))
+
+            if example is not None:
+                return _replay(run, example, config, out)
+            print(f"exploring {options.target} {target.version} at {url}: seed {config.seed}, budget "
+                  f"{config.budget_s:g} s, at most {config.max_examples} examples", file=err, flush=True)
+            result = explore(run, config, out)
+    print(f"{result.runs} run(s): " + ", ".join(f"{n} {kind}" for kind, n in sorted(result.kinds.items())), file=out)
+    if result.failing is None:
+        print("nothing found" + (f" ({len(result.kit_errors)} kit error(s))" if result.kit_errors else ""), file=out)
+    else:
+        print(f"FOUND{' (confirmed)' if result.confirmed else ' (not confirmed on replay)'}: "
+              f"{result.failing.describe()}", file=out)
+    if result.evidence is not None:
+        print(f"evidence: {result.evidence}", file=out)
+        if result.failing is not None:
+            example_file = result.evidence / "minimal" / "example.json"
+            print("replay: " + replay_command(config.target_args, example_file), file=out)
+    return result.exit_status
+
+
+def _replay(run: Callable[[Example], Outcome], example: Example, config: ExploreConfig, out: TextIO) -> int:
+    print(f"replaying: {example.describe()}", file=out)
+    outcome: Outcome = run(example)
+    print(outcome.describe(), file=out)
+    for note in outcome.judgement.notes if outcome.judgement is not None else ():
+        print(f"  note: {note}", file=out)
+    if config.evidence_dir is not None:
+        example_file = write_outcome(config.evidence_dir / "replay", outcome, config)
+        print(f"evidence: {example_file.parent}", file=out)
+    return {"clean": 0, "finding": 1, "kit-error": 3}.get(outcome.kind, 4)

@@ -1,0 +1,218 @@
+"""The exploration loop: hypothesis draws examples, a runner runs each; on a finding hypothesis shrinks it, the
+minimal example is replayed once more to confirm, and the evidence is written.
+
+The runner is injected (example -> :class:`Outcome`), and so is the clock, so the loop is tested without a
+broker.  hypothesis runs without its database, with its own per-example deadline off, seeded from ``seed``; the
+time budget is the loop's: once it is spent the property stops hypothesis (a budget spent while shrinking ends
+the shrinking, with the smallest failing example found so far).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shlex
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis.errors import Flaky
+
+from ._model import Example, ExampleError
+from ._runner import Outcome
+from ._strategies import examples
+
+__all__ = ["ExploreConfig", "ExploreResult", "explore", "load_example", "replay_command", "write_evidence"]
+
+Runner = Callable[[Example], Outcome]
+
+
+@dataclass(frozen=True, slots=True)
+class ExploreConfig:
+    """How long and how much to explore, and where the evidence goes."""
+
+    budget_s: float
+    seed: int = 0
+    max_examples: int = 1000
+    #: Time for shrinking once a failing example is found, beyond what is left of the budget.
+    shrink_s: float = 120.0
+    evidence_dir: Path | None = None
+    #: The command-line arguments naming the target (``--target reference``), for the replay command.
+    target_args: tuple[str, ...] = ("--target", "reference")
+    max_operations: int = 8
+    max_faults: int = 3
+
+
+@dataclass(frozen=True)
+class ExploreResult:
+    """What an exploration came to."""
+
+    runs: int
+    kinds: dict[str, int]
+    #: The minimal failing example's run (None: nothing found).
+    failing: Outcome | None = None
+    #: Its confirmation run (the same example once more).
+    confirmation: Outcome | None = None
+    kit_errors: tuple[Outcome, ...] = ()
+    evidence: Path | None = None
+
+    @property
+    def confirmed(self) -> bool:
+        return self.confirmation is not None and self.confirmation.kind == "finding"
+
+    @property
+    def exit_status(self) -> int:
+        """0 nothing found, 1 a finding, 3 none but the kit erred."""
+        if self.failing is not None:
+            return 1
+        return 3 if self.kit_errors else 0
+
+
+class _Found(Exception):
+    """Raised inside the property so that hypothesis shrinks the example."""
+
+
+class _BudgetSpent(BaseException):
+    """Raised inside the property once the time is up: not an ``Exception``, so hypothesis does not take it for
+    a failure to shrink but stops at once, as on an interrupt."""
+
+
+@dataclass
+class _State:
+    runs: int = 0
+    kinds: Counter[str] = field(default_factory=Counter)
+    failing: Outcome | None = None
+    shrink_started: float = 0.0
+    kit_errors: list[Outcome] = field(default_factory=list)
+    log: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _line(index: int, now: float, phase: str, outcome: Outcome) -> str:
+    return (f"#{index:<4} {now:7.1f}s {phase:<8} {outcome.kind:<13} ({outcome.elapsed_s:4.1f}s) "
+            f"{outcome.example.describe()}" + (f"\n      -> {outcome.describe()}" if outcome.kind != "clean" else ""))
+
+
+def explore(run: Runner, config: ExploreConfig, out: TextIO, *,
+            clock: Callable[[], float] = time.monotonic) -> ExploreResult:
+    """Explore until the budget or ``max_examples`` is spent or a finding is shrunk; print a line per example."""
+    began = clock()
+    generate_until = began + config.budget_s
+    state = _State()
+
+    def elapsed() -> float:
+        return clock() - began
+
+    def once(example: Example, phase: str) -> Outcome:
+        outcome = run(example)
+        state.runs += 1
+        state.kinds[outcome.kind] += 1
+        state.log.append({"run": state.runs, "phase": phase, "at_s": round(elapsed(), 3), "kind": outcome.kind,
+                          "elapsed_s": round(outcome.elapsed_s, 3), "example": example.to_dict(),
+                          "summary": outcome.describe()})
+        print(_line(state.runs, elapsed(), phase, outcome), file=out, flush=True)
+        if outcome.kind == "kit-error":
+            state.kit_errors.append(outcome)
+        return outcome
+
+    @seed(config.seed)
+    @settings(database=None, deadline=None, derandomize=False, max_examples=config.max_examples,
+              phases=(Phase.explicit, Phase.generate, Phase.shrink), verbosity=Verbosity.quiet,
+              report_multiple_bugs=False, suppress_health_check=list(HealthCheck), print_blob=False)
+    @given(examples(config.max_operations, config.max_faults))
+    def prop(example: Example) -> None:
+        shrinking = state.failing is not None
+        until = generate_until if not shrinking else max(generate_until, state.shrink_started + config.shrink_s)
+        if clock() >= until:
+            raise _BudgetSpent
+        outcome = once(example, "shrink" if shrinking else "explore")
+        if outcome.kind == "finding":
+            if state.failing is None:
+                state.shrink_started = clock()
+                print(f"found a failing example after {state.runs} run(s); shrinking", file=out, flush=True)
+            state.failing = outcome  # hypothesis only tries smaller ones from here: the last is the smallest
+            raise _Found(outcome.describe())
+
+    # the minimal failing example is state.failing, whatever hypothesis made of its last replay
+    with contextlib.suppress(_Found, Flaky, _BudgetSpent):
+        prop()
+    confirmation = None
+    evidence = None
+    if state.failing is not None:
+        minimal = state.failing.example
+        faults, operations = minimal.size
+        print(f"minimal example: {faults} fault(s), {operations} operation(s): {minimal.describe()}", file=out)
+        confirmation = once(minimal, "confirm")
+        print("confirmed: the minimal example fails again" if confirmation.kind == "finding" else
+              f"NOT confirmed: the replay came out {confirmation.kind}", file=out, flush=True)
+    result = ExploreResult(state.runs, dict(state.kinds), state.failing, confirmation, tuple(state.kit_errors))
+    if config.evidence_dir is not None:
+        evidence = write_evidence(config.evidence_dir, config, result, state.log)
+        result = ExploreResult(result.runs, result.kinds, result.failing, result.confirmation, result.kit_errors,
+                               evidence)
+    return result
+
+
+def replay_command(target_args: Sequence[str], example_file: Path) -> str:
+    """The one line that replays an example exactly."""
+    return shlex.join(["cck", "explore", *target_args, "--replay", str(example_file)])
+
+
+def _jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row, sort_keys=True, default=str) + "\n")
+
+
+def write_outcome(directory: Path, outcome: Outcome, config: ExploreConfig, **extra: Any) -> Path:
+    """One run's evidence in ``directory``: the example (replayable), its history and wire log (JSON Lines), the
+    findings and the replay command; the example file's path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    example_file = directory / "example.json"
+    example_file.write_text(json.dumps({"seed": config.seed, "target": list(config.target_args),
+                                        "example": outcome.example.to_dict()}, indent=2) + "\n", encoding="utf-8")
+    _jsonl(directory / "history.jsonl", (op.to_dict() for op in outcome.history))
+    _jsonl(directory / "wire.jsonl", outcome.wire)
+    _jsonl(directory / "attempts.jsonl", outcome.attempts)
+    (directory / "findings.json").write_text(json.dumps({**outcome.to_dict(), **extra}, indent=2, default=str) + "\n",
+                                             encoding="utf-8")
+    (directory / "replay.txt").write_text(replay_command(config.target_args, example_file.resolve()) + "\n",
+                                          encoding="utf-8")
+    return example_file
+
+
+def write_evidence(root: Path, config: ExploreConfig, result: ExploreResult, log: Sequence[dict[str, Any]]) -> Path:
+    """The exploration's evidence under ``root/explore-<time>-seed<S>/``: every run's summary
+    (``examples.jsonl``), a summary, and for a failing example ``minimal/`` and, if it ran, ``confirmation/``."""
+    directory = root / f"explore-{time.strftime('%Y%m%d-%H%M%S')}-seed{config.seed}"
+    directory.mkdir(parents=True, exist_ok=True)
+    _jsonl(directory / "examples.jsonl", log)
+    summary: dict[str, Any] = {"seed": config.seed, "target": list(config.target_args), "budget_s": config.budget_s,
+                               "max_examples": config.max_examples, "runs": result.runs, "kinds": result.kinds,
+                               "found": result.failing is not None, "confirmed": result.confirmed}
+    if result.failing is not None:
+        example_file = write_outcome(directory / "minimal", result.failing, config, confirmed=result.confirmed)
+        summary["replay"] = replay_command(config.target_args, example_file.resolve())
+        if result.confirmation is not None:
+            write_outcome(directory / "confirmation", result.confirmation, config)
+    for index, outcome in enumerate(result.kit_errors[:5], start=1):
+        write_outcome(directory / f"kit-error-{index}", outcome, config)
+    (directory / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return directory
+
+
+def load_example(path: Path) -> Example:
+    """The example in a file :func:`write_outcome` wrote (or a bare example object); :class:`ExampleError` when
+    the file is not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ExampleError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ExampleError(f"{path} is not JSON: {exc}") from None
+    if isinstance(data, dict) and "example" in data:
+        data = data["example"]
+    return Example.from_dict(data)

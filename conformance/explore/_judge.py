@@ -1,0 +1,90 @@
+"""The exploration's oracle: the history checker's findings, of which only those a conforming broker can never
+produce under the example's faults are counted.
+
+Under faults a conforming broker may legitimately:
+
+* deliver a message again with delivery count 1 and no redelivered flag (Artemis decrements the count of
+  unacknowledged messages when a consumer closes cleanly), so a "not redelivered" duplicate is not counted;
+* redeliver out of first-delivery order and with counts that reflect deliveries the client never saw (a delivery
+  lost with a cut connection or dropped), so order violations and redelivery-accounting mismatches are not counted;
+* once a dropped counted frame has desynchronised the two ends' command numbering, replay on reattach a command or
+  a delivery the peer already had (the confirmation window's numbering is all a reattach goes by), so then no
+  duplicate at all is counted, not even one after a confirmed acknowledgement.
+
+Counted: a confirmed send never received when the final drain was complete (lost), a received message that was
+never sent or whose send definitely failed (unexpected), and, when the numbering stayed in step, a message
+delivered again after its acknowledgement was confirmed (duplicated after ack).  What is observed but not counted
+is kept in the notes, with why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from cck.conformance.oracles import HistoryResult, Op, check
+
+__all__ = ["Judgement", "JudgementKind", "judge"]
+
+JudgementKind = Literal["clean", "finding"]
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """What the oracle made of one history."""
+
+    kind: JudgementKind
+    #: Counted findings, one line each (empty when clean).
+    findings: tuple[str, ...]
+    #: What was observed and not counted, and why.
+    notes: tuple[str, ...]
+    result: HistoryResult
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "findings": list(self.findings), "notes": list(self.notes),
+                "checker": self.result.to_dict()}
+
+    def describe(self) -> str:
+        if self.findings:
+            return "; ".join(self.findings)
+        r = self.result
+        return (f"clean ({r.sends} sent: {r.confirmed} confirmed, {r.indeterminate} unknown, {r.failed} failed; "
+                f"{r.receipts} receipts{'' if r.final_drain_complete else '; drain incomplete: losses not judged'})")
+
+
+def judge(history: Iterable[Op], *, drain_complete: bool, desynchronised: bool) -> Judgement:
+    """Judge a history.  ``drain_complete``: every workload session was closed at the broker and each queue was
+    drained to its end (else nothing is judged lost).  ``desynchronised``: the schedule dropped frames the
+    confirmation window counts (then duplicates are not judged).  Malformed histories raise ``HistoryError``."""
+    result = check(history, final_drain_complete=drain_complete, allow_duplicates=True, max_examples=1000)
+    findings: list[str] = []
+    notes: list[str] = []
+    if result.lost.count:
+        keys = [f.key for f in result.lost.examples]
+        findings.append(f"{result.lost.count} lost: confirmed, never received ({', '.join(keys)})")
+    if result.unexpected.count:
+        shown = [f"{f.key} ({f.reason})" for f in result.unexpected.examples]
+        findings.append(f"{result.unexpected.count} unexpected: {', '.join(shown)}")
+    after_ack = [d for d in result.duplicated.examples if d.reason == "after_ack"]
+    other = [d for d in result.duplicated.examples if d.reason != "after_ack"]
+    if after_ack:
+        listed = ", ".join(f"{d.key} (to {d.process}, delivery count {d.delivery_count})" for d in after_ack)
+        if desynchronised:
+            notes.append(f"delivered again after a confirmed ack: {listed}; not counted: a dropped counted frame "
+                         "desynchronised the command numbering, and a reattach may then replay")
+        else:
+            findings.append(f"{len(after_ack)} duplicated after a confirmed acknowledgement: {listed}")
+    if other:
+        notes.append(f"{len(other)} delivered again without the redelivered flag ({', '.join(d.key for d in other)}); "
+                     "not counted: a clean consumer close may reset the delivery count")
+    if result.order_violations.count:
+        notes.append(f"{result.order_violations.count} per-producer order violation(s); not counted: redeliveries "
+                     "after faults reorder")
+    if result.redelivery_mismatches.count:
+        notes.append(f"{result.redelivery_mismatches.count} redelivered-flag/delivery-count mismatch(es); not "
+                     "counted: deliveries lost with a connection still count")
+    if not drain_complete:
+        notes.append(f"the final drain was not complete: {result.unreceived_undrained} confirmed, unreceived "
+                     "message(s) not judged lost")
+    return Judgement("finding" if findings else "clean", tuple(findings), tuple(notes), result)

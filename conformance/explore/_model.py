@@ -1,0 +1,546 @@
+"""What one exploration example is: a client configuration, a workload and a fault schedule, as frozen values.
+
+Every value has ``to_dict`` / ``from_dict`` (plain JSON) so a minimal failing example can be written as
+evidence and replayed exactly, and ``describe()``: one line a person reads in the progress output.
+
+Operations name a queue by its index into :data:`QUEUES`; producers and consumers are made on first use, so
+any subsequence of a workload (what shrinking produces) is still a valid workload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "CONNECTION_TTLS_MS",
+    "CUT_FRAME_TYPES",
+    "DELAY_TYPES",
+    "Direction",
+    "DROP_TYPES",
+    "DUPLICATE_TYPES",
+    "QUEUES",
+    "WINDOWS",
+    "ClientConfig",
+    "Commit",
+    "CreateConsumer",
+    "CreateProducer",
+    "CutAfterCommands",
+    "CutAtFrame",
+    "DelayFrames",
+    "DropFrames",
+    "DuplicateFrames",
+    "Example",
+    "ExampleError",
+    "Fault",
+    "FaultSchedule",
+    "Operation",
+    "Receive",
+    "RefuseConnects",
+    "ResetReattach",
+    "Rollback",
+    "Send",
+    "Workload",
+]
+
+#: The queues a workload uses (the runner makes each example's names unique on the broker).
+QUEUES = ("q0", "q1", "q2")
+#: Confirmation window sizes: -1 (no window: no reattach, the session is recreated), small, Artemis-like.
+WINDOWS = (-1, 1024, 10 * 1024, 64 * 1024)
+#: connection-ttl (ms) the client asks for; the failure-check period is a quarter of it.
+CONNECTION_TTLS_MS = (2_000, 10_000, 60_000)
+
+Direction = Literal["c2s", "s2c"]
+_DIRECTIONS: tuple[Direction, ...] = ("c2s", "s2c")
+
+#: Frame types a cut can wait for, per direction (the fault proxy's Artemis type names).
+CUT_FRAME_TYPES: Mapping[str, tuple[str, ...]] = {
+    "c2s": ("SESS_SEND", "SESS_INDIVIDUAL_ACKNOWLEDGE", "SESS_COMMIT", "SESS_ROLLBACK", "SESS_CREATECONSUMER",
+            "SESS_FLOWTOKEN", "PACKETS_CONFIRMED"),
+    "s2c": ("NULL_RESPONSE", "SESS_RECEIVE_MSG", "PACKETS_CONFIRMED", "SESS_PRODUCER_CREDITS"),
+}
+#: Frame types a drop may remove (a dropped confirmable frame desynchronises the two ends' numbering).
+DROP_TYPES = CUT_FRAME_TYPES
+#: Frame types a delay may hold.
+DELAY_TYPES = CUT_FRAME_TYPES
+#: Frame types a duplicate may copy: only frames the confirmation window does not count (PING and
+#: PACKETS_CONFIRMED), so that the copy changes no numbering and stores no message twice; a duplicated
+#: SESS_SEND would make a conforming broker store a message twice.
+DUPLICATE_TYPES: Mapping[str, tuple[str, ...]] = {"c2s": ("PING", "PACKETS_CONFIRMED"),
+                                                  "s2c": ("PING", "PACKETS_CONFIRMED")}
+#: Types the confirmation window does not count: dropping them leaves both ends' numbering in step.
+UNCOUNTED_TYPES = frozenset({"PING", "PACKETS_CONFIRMED"})
+
+
+class ExampleError(ValueError):
+    """An example (or a part of one) that is malformed: bad JSON, an unknown kind, a value out of range."""
+
+
+# ---------------------------------------------------------------------------------------------------- checks
+
+
+def _int(data: Mapping[str, Any], name: str, low: int, high: int) -> int:
+    value = data.get(name)
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ExampleError(f"{name!r} must be an integer in [{low}, {high}], got {value!r}")
+    return value
+
+
+def _bool(data: Mapping[str, Any], name: str) -> bool:
+    value = data.get(name)
+    if not isinstance(value, bool):
+        raise ExampleError(f"{name!r} must be true or false, got {value!r}")
+    return value
+
+
+def _choice(data: Mapping[str, Any], name: str, choices: tuple[Any, ...]) -> Any:
+    value = data.get(name)
+    if value not in choices or isinstance(value, bool):
+        raise ExampleError(f"{name!r} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
+
+
+def _fields(data: Any, what: str, names: tuple[str, ...]) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise ExampleError(f"{what} must be a JSON object, got {data!r}")
+    unknown = set(data) - set(names) - {"kind"}
+    if unknown:
+        raise ExampleError(f"{what}: unknown field(s) {sorted(unknown)}; known: {sorted(names)}")
+    return data
+
+
+def _check_range(name: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        raise ExampleError(f"{name} must be in [{low}, {high}], got {value}")
+
+
+def _check_type(direction: str, type_name: str, table: Mapping[str, tuple[str, ...]], what: str) -> None:
+    if direction not in _DIRECTIONS:
+        raise ExampleError(f"{what}: direction must be c2s or s2c, got {direction!r}")
+    if type_name not in table[direction]:
+        raise ExampleError(f"{what}: packet type {type_name!r} is not one of {', '.join(table[direction])} "
+                           f"({direction})")
+
+
+# ---------------------------------------------------------------------------------------------------- the client
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConfig:
+    """The client's settings that the exploration varies."""
+
+    window: int = 64 * 1024
+    connection_ttl_ms: int = 60_000
+
+    def __post_init__(self) -> None:
+        if self.window not in WINDOWS:
+            raise ExampleError(f"window must be one of {WINDOWS}, got {self.window}")
+        if self.connection_ttl_ms not in CONNECTION_TTLS_MS:
+            raise ExampleError(f"connection_ttl_ms must be one of {CONNECTION_TTLS_MS}, got {self.connection_ttl_ms}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"window": self.window, "connection_ttl_ms": self.connection_ttl_ms}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ClientConfig:
+        fields = _fields(data, "client config", ("window", "connection_ttl_ms"))
+        return cls(_choice(fields, "window", WINDOWS), _choice(fields, "connection_ttl_ms", CONNECTION_TTLS_MS))
+
+    def describe(self) -> str:
+        return f"window={self.window} ttl={self.connection_ttl_ms}ms"
+
+
+# ---------------------------------------------------------------------------------------------------- operations
+
+
+@dataclass(frozen=True, slots=True)
+class CreateProducer:
+    """A producer on ``queue`` (in the transacted session with ``tx``); sends make one on first use anyway."""
+
+    queue: int
+    tx: bool = False
+    kind: Literal["create-producer"] = field(default="create-producer", init=False)
+
+    def __post_init__(self) -> None:
+        _check_range("queue", self.queue, 0, len(QUEUES) - 1)
+
+    def describe(self) -> str:
+        return f"producer({QUEUES[self.queue]}{', tx' if self.tx else ''})"
+
+
+@dataclass(frozen=True, slots=True)
+class CreateConsumer:
+    """A consumer on ``queue``; receives make one on first use anyway."""
+
+    queue: int
+    tx: bool = False
+    kind: Literal["create-consumer"] = field(default="create-consumer", init=False)
+
+    def __post_init__(self) -> None:
+        _check_range("queue", self.queue, 0, len(QUEUES) - 1)
+
+    def describe(self) -> str:
+        return f"consumer({QUEUES[self.queue]}{', tx' if self.tx else ''})"
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """``count`` keyed messages to ``queue``: durable or not; each awaited (``blocking``) or answered later."""
+
+    queue: int
+    count: int = 1
+    durable: bool = True
+    blocking: bool = True
+    tx: bool = False
+    kind: Literal["send"] = field(default="send", init=False)
+
+    def __post_init__(self) -> None:
+        _check_range("queue", self.queue, 0, len(QUEUES) - 1)
+        _check_range("count", self.count, 1, 5)
+
+    def describe(self) -> str:
+        how = ("durable " if self.durable else "") + ("blocking" if self.blocking else "async")
+        return f"send({QUEUES[self.queue]} x{self.count} {how}{' tx' if self.tx else ''})"
+
+
+@dataclass(frozen=True, slots=True)
+class Receive:
+    """Receive up to ``count`` messages from ``queue``, each acknowledged (blocking, individually) outside a
+    transaction; in the transacted session the acknowledgement waits for the commit."""
+
+    queue: int
+    count: int = 1
+    tx: bool = False
+    kind: Literal["receive"] = field(default="receive", init=False)
+
+    def __post_init__(self) -> None:
+        _check_range("queue", self.queue, 0, len(QUEUES) - 1)
+        _check_range("count", self.count, 1, 5)
+
+    def describe(self) -> str:
+        return f"receive({QUEUES[self.queue]} x{self.count}{' tx' if self.tx else ''})"
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """Commit the transacted session."""
+
+    kind: Literal["commit"] = field(default="commit", init=False)
+
+    def describe(self) -> str:
+        return "commit"
+
+
+@dataclass(frozen=True, slots=True)
+class Rollback:
+    """Roll the transacted session back."""
+
+    kind: Literal["rollback"] = field(default="rollback", init=False)
+
+    def describe(self) -> str:
+        return "rollback"
+
+
+Operation: TypeAlias = CreateProducer | CreateConsumer | Send | Receive | Commit | Rollback
+
+
+def _operation_to_dict(op: Operation) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": op.kind}
+    for name in ("queue", "count", "durable", "blocking", "tx"):
+        if hasattr(op, name):
+            out[name] = getattr(op, name)
+    return out
+
+
+def _operation_from_dict(data: Any) -> Operation:
+    kind = data.get("kind") if isinstance(data, Mapping) else None
+    queue = (0, len(QUEUES) - 1)
+    if kind == "create-producer":
+        f = _fields(data, kind, ("queue", "tx"))
+        return CreateProducer(_int(f, "queue", *queue), _bool(f, "tx"))
+    if kind == "create-consumer":
+        f = _fields(data, kind, ("queue", "tx"))
+        return CreateConsumer(_int(f, "queue", *queue), _bool(f, "tx"))
+    if kind == "send":
+        f = _fields(data, kind, ("queue", "count", "durable", "blocking", "tx"))
+        return Send(_int(f, "queue", *queue), _int(f, "count", 1, 5), _bool(f, "durable"), _bool(f, "blocking"),
+                    _bool(f, "tx"))
+    if kind == "receive":
+        f = _fields(data, kind, ("queue", "count", "tx"))
+        return Receive(_int(f, "queue", *queue), _int(f, "count", 1, 5), _bool(f, "tx"))
+    if kind == "commit":
+        _fields(data, kind, ())
+        return Commit()
+    if kind == "rollback":
+        _fields(data, kind, ())
+        return Rollback()
+    raise ExampleError(f"unknown operation {data!r}: kind must be create-producer, create-consumer, send, receive, "
+                       "commit or rollback")
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """The client's configuration and its operations, run in order on one connection through the proxy."""
+
+    config: ClientConfig
+    operations: tuple[Operation, ...]
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.operations) <= 12:
+            raise ExampleError(f"a workload has 1 to 12 operations, got {len(self.operations)}")
+
+    @property
+    def transacted(self) -> bool:
+        """Whether it uses the transacted session."""
+        return any(getattr(op, "tx", False) or isinstance(op, Commit | Rollback) for op in self.operations)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"config": self.config.to_dict(), "operations": [_operation_to_dict(op) for op in self.operations]}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Workload:
+        fields = _fields(data, "workload", ("config", "operations"))
+        operations = fields.get("operations")
+        if not isinstance(operations, list):
+            raise ExampleError(f"workload 'operations' must be a list, got {operations!r}")
+        return cls(ClientConfig.from_dict(fields.get("config")), tuple(map(_operation_from_dict, operations)))
+
+    def describe(self) -> str:
+        return f"{self.config.describe()}: " + ", ".join(op.describe() for op in self.operations)
+
+
+# ---------------------------------------------------------------------------------------------------- faults
+
+
+@dataclass(frozen=True, slots=True)
+class CutAfterCommands:
+    """Reset the connection when confirmable session command ``n + 1`` of ``direction`` arrives (the proxy's
+    ``CutAfter``); fires once."""
+
+    n: int
+    direction: Direction = "c2s"
+    at: int = 0
+    kind: Literal["cut-after-commands"] = field(default="cut-after-commands", init=False)
+
+    def __post_init__(self) -> None:
+        _check_range("n", self.n, 0, 40)
+        _check_range("at", self.at, 0, 12)
+        if self.direction not in _DIRECTIONS:
+            raise ExampleError(f"direction must be c2s or s2c, got {self.direction!r}")
+
+    def describe(self) -> str:
+        return f"cut after {self.n} confirmable {self.direction}" + _at(self.at)
+
+
+@dataclass(frozen=True, slots=True)
+class CutAtFrame:
+    """Let ``n`` frames of ``packet_type`` pass in ``direction``, reset the connection when the next arrives."""
+
+    n: int
+    direction: Direction
+    packet_type: str
+    at: int = 0
+    kind: Literal["cut-at-frame"] = field(default="cut-at-frame", init=False)
+
+    def __post_init__(self) -> None:
+        _check_range("n", self.n, 0, 20)
+        _check_range("at", self.at, 0, 12)
+        _check_type(self.direction, self.packet_type, CUT_FRAME_TYPES, "cut-at-frame")
+
+    def describe(self) -> str:
+        return f"cut at {self.direction} {self.packet_type} #{self.n + 1}" + _at(self.at)
+
+
+@dataclass(frozen=True, slots=True)
+class DropFrames:
+    """Drop the next ``count`` frames of ``packet_type`` in ``direction``."""
+
+    direction: Direction
+    packet_type: str
+    count: int = 1
+    at: int = 0
+    kind: Literal["drop"] = field(default="drop", init=False)
+
+    def __post_init__(self) -> None:
+        _check_range("count", self.count, 1, 3)
+        _check_range("at", self.at, 0, 12)
+        _check_type(self.direction, self.packet_type, DROP_TYPES, "drop")
+
+    @property
+    def desynchronises(self) -> bool:
+        """Whether it drops frames the confirmation window counts (the two ends then number differently)."""
+        return self.packet_type not in UNCOUNTED_TYPES
+
+    def describe(self) -> str:
+        return f"drop {self.count} {self.direction} {self.packet_type}" + _at(self.at)
+
+
+@dataclass(frozen=True, slots=True)
+class DelayFrames:
+    """Hold every frame of ``packet_type`` in ``direction`` for ``millis`` ms (later frames queue behind)."""
+
+    direction: Direction
+    packet_type: str
+    millis: int = 100
+    at: int = 0
+    kind: Literal["delay"] = field(default="delay", init=False)
+
+    def __post_init__(self) -> None:
+        _check_range("millis", self.millis, 1, 500)
+        _check_range("at", self.at, 0, 12)
+        _check_type(self.direction, self.packet_type, DELAY_TYPES, "delay")
+
+    def describe(self) -> str:
+        return f"delay {self.direction} {self.packet_type} {self.millis}ms" + _at(self.at)
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateFrames:
+    """Write the next ``count`` frames of ``packet_type`` in ``direction`` twice."""
+
+    direction: Direction
+    packet_type: str
+    count: int = 1
+    at: int = 0
+    kind: Literal["duplicate"] = field(default="duplicate", init=False)
+
+    def __post_init__(self) -> None:
+        _check_range("count", self.count, 1, 3)
+        _check_range("at", self.at, 0, 12)
+        _check_type(self.direction, self.packet_type, DUPLICATE_TYPES, "duplicate")
+
+    def describe(self) -> str:
+        return f"duplicate {self.count} {self.direction} {self.packet_type}" + _at(self.at)
+
+
+@dataclass(frozen=True, slots=True)
+class ResetReattach:
+    """Reset the connection instead of forwarding the next ``count`` REATTACH_SESSION."""
+
+    count: int = 1
+    at: int = 0
+    kind: Literal["reset-reattach"] = field(default="reset-reattach", init=False)
+
+    def __post_init__(self) -> None:
+        _check_range("count", self.count, 1, 3)
+        _check_range("at", self.at, 0, 12)
+
+    def describe(self) -> str:
+        return f"reset {self.count} REATTACH_SESSION" + _at(self.at)
+
+
+@dataclass(frozen=True, slots=True)
+class RefuseConnects:
+    """Accept and reset the next ``count`` new connections (the client's reconnect attempts)."""
+
+    count: int = 1
+    at: int = 0
+    kind: Literal["refuse-connects"] = field(default="refuse-connects", init=False)
+
+    def __post_init__(self) -> None:
+        _check_range("count", self.count, 1, 3)
+        _check_range("at", self.at, 0, 12)
+
+    def describe(self) -> str:
+        return f"refuse {self.count} connect(s)" + _at(self.at)
+
+
+Fault: TypeAlias = (CutAfterCommands | CutAtFrame | DropFrames | DelayFrames | DuplicateFrames | ResetReattach
+                    | RefuseConnects)
+
+
+def _at(at: int) -> str:
+    return f" @op{at}" if at else ""
+
+
+_FAULT_FIELDS: dict[str, tuple[type[Any], tuple[str, ...]]] = {
+    "cut-after-commands": (CutAfterCommands, ("n", "direction", "at")),
+    "cut-at-frame": (CutAtFrame, ("n", "direction", "packet_type", "at")),
+    "drop": (DropFrames, ("direction", "packet_type", "count", "at")),
+    "delay": (DelayFrames, ("direction", "packet_type", "millis", "at")),
+    "duplicate": (DuplicateFrames, ("direction", "packet_type", "count", "at")),
+    "reset-reattach": (ResetReattach, ("count", "at")),
+    "refuse-connects": (RefuseConnects, ("count", "at")),
+}
+
+
+def _fault_to_dict(fault: Fault) -> dict[str, Any]:
+    _, names = _FAULT_FIELDS[fault.kind]
+    return {"kind": fault.kind, **{name: getattr(fault, name) for name in names}}
+
+
+def _fault_from_dict(data: Any) -> Fault:
+    kind = data.get("kind") if isinstance(data, Mapping) else None
+    if kind not in _FAULT_FIELDS:
+        raise ExampleError(f"unknown fault {data!r}: kind must be one of {', '.join(_FAULT_FIELDS)}")
+    cls, names = _FAULT_FIELDS[kind]
+    fields = _fields(data, kind, names)
+    missing = [name for name in names if name not in fields]
+    if missing:
+        raise ExampleError(f"{kind}: missing field(s) {missing}")
+    for name in names:
+        value = fields[name]
+        if name in ("direction", "packet_type"):
+            if not isinstance(value, str):
+                raise ExampleError(f"{kind}: {name!r} must be a string, got {value!r}")
+        elif not isinstance(value, int) or isinstance(value, bool):
+            raise ExampleError(f"{kind}: {name!r} must be an integer, got {value!r}")
+    fault: Fault = cls(**{name: fields[name] for name in names})
+    return fault
+
+
+@dataclass(frozen=True, slots=True)
+class FaultSchedule:
+    """The faults installed on the proxy: each before workload operation ``at`` (0: before the first)."""
+
+    faults: tuple[Fault, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.faults) > 4:
+            raise ExampleError(f"a schedule has at most 4 faults, got {len(self.faults)}")
+
+    @property
+    def desynchronises(self) -> bool:
+        """Whether a fault can leave the two ends numbering commands differently (a dropped counted frame):
+        a later reattach may then replay a command the broker already has, so a conforming broker can store a
+        message twice."""
+        return any(isinstance(f, DropFrames) and f.desynchronises for f in self.faults)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"faults": [_fault_to_dict(f) for f in self.faults]}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> FaultSchedule:
+        fields = _fields(data, "fault schedule", ("faults",))
+        faults = fields.get("faults")
+        if not isinstance(faults, list):
+            raise ExampleError(f"schedule 'faults' must be a list, got {faults!r}")
+        return cls(tuple(map(_fault_from_dict, faults)))
+
+    def describe(self) -> str:
+        return "; ".join(f.describe() for f in self.faults) or "no faults"
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One exploration example: a workload and the schedule of faults over it."""
+
+    workload: Workload
+    schedule: FaultSchedule
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workload": self.workload.to_dict(), "schedule": self.schedule.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Example:
+        fields = _fields(data, "example", ("workload", "schedule"))
+        return cls(Workload.from_dict(fields.get("workload")), FaultSchedule.from_dict(fields.get("schedule")))
+
+    def describe(self) -> str:
+        return f"{self.workload.describe()} | {self.schedule.describe()}"
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(faults, operations): what a minimal example keeps small."""
+        return len(self.schedule.faults), len(self.workload.operations)

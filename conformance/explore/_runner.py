@@ -1,0 +1,492 @@
+"""One example, run: the workload through a fault proxy in front of a broker, the schedule's rules installed
+before the operations they name, a Jepsen-style history of every send, receipt and acknowledgement, a final
+drain straight from the broker, and the oracle's judgement.
+
+Every wait has a deadline on the event loop's monotonic clock.  What the broker does under the faults is
+recorded, never raised: a client error during the workload is an operation whose outcome is unknown.  An
+exception anywhere else, including one that escapes to the event loop from a callback of the kit's client or
+proxy, is the kit's own error (``kit-error``), and a run that could not be judged (the broker
+unreachable without faults, the example over its deadline) is ``indeterminate``: neither is ever a finding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+import traceback
+import uuid
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from cck.codec import ARTEMIS_2_7_0_VERSION, CURRENT_VERSION, CoreMessage, Packet, RoutingType, TypedProperties
+from cck.conformance.faults import FaultProxy
+from cck.conformance.oracles import History, Op, OpType
+from cck.reference.client import ClientError, ClientSettings, Connection, Consumer, Delivery, Producer, Session, connect
+
+from ._faults import rule_of
+from ._judge import Judgement, judge
+from ._model import QUEUES, Commit, CreateConsumer, CreateProducer, Example, Operation, Receive, Rollback, Send
+
+__all__ = ["Limits", "Outcome", "OutcomeKind", "run_example", "run_example_sync"]
+
+OutcomeKind = Literal["clean", "finding", "indeterminate", "kit-error"]
+T = TypeVar("T")
+
+#: The message property that marks the drain's fence (never a key).
+_FENCE = "cck_explore_fence"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Deadlines (seconds) and client timings of one run."""
+
+    call_timeout_ms: int = 3_000
+    failover_timeout_ms: int = 6_000
+    retry_interval_ms: int = 50
+    #: One operation of the workload, however many messages it sends or receives.
+    operation_s: float = 15.0
+    #: How long one receive waits for a message that may not be there.
+    receive_s: float = 0.3
+    #: Asynchronous sends' answers after the last operation; closing the workload's sessions.
+    settle_s: float = 8.0
+    #: Until the broker shows no consumer on a queue (the workload's sessions are gone from it).
+    consumers_gone_s: float = 5.0
+    #: The final drain: all of it, and the quiet window that ends it when no fence could be sent.
+    drain_s: float = 20.0
+    quiet_s: float = 0.5
+    #: The whole example.
+    example_s: float = 90.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one run of an example came to."""
+
+    example: Example
+    kind: OutcomeKind
+    elapsed_s: float
+    judgement: Judgement | None = None
+    history: tuple[Op, ...] = ()
+    #: The client's failover events, as (kind, detail).
+    events: tuple[tuple[str, str], ...] = ()
+    #: The proxy's wire log and connection attempts, as JSON objects.
+    wire: tuple[dict[str, Any], ...] = ()
+    attempts: tuple[dict[str, Any], ...] = ()
+    #: Why the run is indeterminate or a kit error (a traceback for the latter).
+    reason: str = ""
+
+    def describe(self) -> str:
+        if self.kind in ("clean", "finding") and self.judgement is not None:
+            return f"{self.kind}: {self.judgement.describe()}"
+        return f"{self.kind}: {self.reason.strip().splitlines()[-1] if self.reason else '?'}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run's summary (the history and wire log are written separately, as JSON Lines)."""
+        return {"kind": self.kind, "elapsed_s": round(self.elapsed_s, 3), "example": self.example.to_dict(),
+                "judgement": None if self.judgement is None else self.judgement.to_dict(),
+                "events": [list(e) for e in self.events], "reason": self.reason}
+
+
+class _Indeterminate(Exception):
+    """The run cannot be judged (not the broker's fault as far as anyone can tell, and not the kit's)."""
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    host, _, port = url.removeprefix("tcp://").rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _settings(example: Example, limits: Limits, protocol_version: int | None) -> ClientSettings:
+    config = example.workload.config
+    version = CURRENT_VERSION if protocol_version is None else min(CURRENT_VERSION, protocol_version)
+    settings = ClientSettings(
+        version=version, reconnect_attempts=-1, retry_interval_ms=limits.retry_interval_ms,
+        max_retry_interval_ms=limits.retry_interval_ms, call_timeout_ms=limits.call_timeout_ms,
+        call_failover_timeout_ms=limits.failover_timeout_ms, confirmation_window_size=config.window,
+        connection_ttl_ms=config.connection_ttl_ms, client_failure_check_period_ms=config.connection_ttl_ms // 4,
+        block_on_acknowledge=True)
+    if version < ARTEMIS_2_7_0_VERSION and config.window != -1:
+        # Below 130 a windowed send is answered only by a confirmation; ask for an answer to every send.
+        settings = dataclasses.replace(settings, block_on_non_durable_send=True)
+    return settings
+
+
+def _message(key: str, seq: int, durable: bool) -> CoreMessage:
+    return CoreMessage(key.encode(), durable=durable, properties=TypedProperties.of(key=key, seq=seq))
+
+
+def _key_of(delivery: Delivery) -> str | None:
+    value = delivery.message.properties.get("key")
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _is_fence(delivery: Delivery, token: str) -> bool:
+    value = delivery.message.properties.get(_FENCE)
+    return (value.decode() if isinstance(value, bytes) else value) == token
+
+
+@dataclass
+class _Side:
+    """One of the workload's two sessions (plain: auto-commit; tx: local transactions) and what it made."""
+
+    name: str
+    session: Session
+    producers: dict[int, Producer] = field(default_factory=dict)
+    consumers: dict[int, Consumer] = field(default_factory=dict)
+    seqs: dict[int, int] = field(default_factory=dict)
+    #: Transacted side: sends since the last commit or rollback, and whether each raised.
+    open_sends: list[tuple[str, str, int, bool]] = field(default_factory=list)
+
+
+class _Workload:
+    """Carries out one workload's operations on a connection, writing the history."""
+
+    def __init__(self, run_id: str, connection: Connection, plain: _Side, tx: _Side | None, history: History,
+                 limits: Limits) -> None:
+        self.run_id = run_id
+        self.connection = connection
+        self.plain = plain
+        self.tx = tx
+        self.history = history
+        self.limits = limits
+        self.pending: list[asyncio.Future[Packet]] = []
+        self._keys = 0
+
+    def queue(self, index: int) -> str:
+        return queue_name(self.run_id, index)
+
+    def side(self, tx: bool) -> _Side:
+        if tx:
+            assert self.tx is not None, "a transacted operation without the transacted session"
+            return self.tx
+        return self.plain
+
+    def producer(self, side: _Side, queue: int) -> Producer:
+        if queue not in side.producers:
+            side.producers[queue] = side.session.create_producer(self.queue(queue))
+        return side.producers[queue]
+
+    async def consumer(self, side: _Side, queue: int) -> Consumer:
+        if queue not in side.consumers:
+            side.consumers[queue] = await side.session.create_consumer(self.queue(queue))
+        return side.consumers[queue]
+
+    async def do(self, op: Operation) -> None:
+        if isinstance(op, CreateProducer):
+            self.producer(self.side(op.tx), op.queue)
+        elif isinstance(op, CreateConsumer):
+            await self.consumer(self.side(op.tx), op.queue)
+        elif isinstance(op, Send):
+            await self.send(op)
+        elif isinstance(op, Receive):
+            await self.receive(op)
+        elif isinstance(op, Commit):
+            await self.end_transaction(commit=True)
+        elif isinstance(op, Rollback):
+            await self.end_transaction(commit=False)
+
+    async def send(self, op: Send) -> None:
+        side = self.side(op.tx)
+        producer = self.producer(side, op.queue)
+        name = f"{side.name}-{QUEUES[op.queue]}"
+        for _ in range(op.count):
+            seq = side.seqs.get(op.queue, 0)
+            side.seqs[op.queue] = seq + 1
+            self._keys += 1
+            key = f"{self.run_id}-{self._keys}"
+            self.history.invoke_send(side.name, key, producer=name, seq=seq)
+            try:
+                future = await producer.send_async(_message(key, seq, op.durable))
+            except ClientError:
+                if op.tx:
+                    side.open_sends.append((key, name, seq, True))
+                else:
+                    self.history.info(side.name, "send", key, producer=name, seq=seq)
+                continue
+            if op.tx:
+                # Its outcome is the transaction's (the answer, if any, says only that the broker has it in there).
+                side.open_sends.append((key, name, seq, False))
+                if future is not None:
+                    future.add_done_callback(_quiet)
+                continue
+            if future is None:  # no answer will come (no window, a non-blocking send): unknown
+                self.history.info(side.name, "send", key, producer=name, seq=seq)
+                continue
+            if op.blocking:
+                try:
+                    await asyncio.wait_for(asyncio.shield(future), self.limits.call_timeout_ms / 1000 * 2)
+                except (ClientError, TimeoutError):
+                    future.add_done_callback(_quiet)
+                    self.history.info(side.name, "send", key, producer=name, seq=seq)
+                else:
+                    self.history.ok(side.name, "send", key, producer=name, seq=seq)
+            else:
+                future.add_done_callback(self._settler(side.name, key, name, seq))
+                self.pending.append(future)
+
+    def _settler(self, process: str, key: str, producer: str, seq: int) -> Any:
+        def settle(done: asyncio.Future[Packet]) -> None:
+            failed = done.cancelled() or done.exception() is not None
+            (self.history.info if failed else self.history.ok)(process, "send", key, producer=producer, seq=seq)
+
+        return settle
+
+    async def receive(self, op: Receive) -> None:
+        side = self.side(op.tx)
+        try:
+            consumer = await self.consumer(side, op.queue)
+        except ClientError:
+            return
+        for _ in range(op.count):
+            try:
+                delivery = await consumer.receive(self.limits.receive_s)
+            except ClientError:
+                return
+            if delivery is None:
+                return
+            key = _key_of(delivery)
+            if key is None:
+                raise AssertionError(f"a message without a key on {self.queue(op.queue)}: {delivery!r}")
+            count = delivery.delivery_count
+            self.history.received(side.name, key, delivery_count=count, redelivered=count > 1)
+            if op.tx:
+                # Acknowledged in the transaction: settled by its commit or rollback, not recorded as an ack.
+                with contextlib.suppress(ClientError):
+                    await consumer.individual_acknowledge(delivery)
+                continue
+            self.history.invoke_ack(side.name, key)
+            try:
+                await consumer.individual_acknowledge(delivery)
+            except ClientError:
+                self.history.info(side.name, "ack", key)
+            else:
+                self.history.ok(side.name, "ack", key)
+
+    async def end_transaction(self, *, commit: bool) -> None:
+        side = self.side(True)
+        sends, side.open_sends = side.open_sends, []
+        try:
+            await (side.session.commit() if commit else side.session.rollback())
+        except ClientError:
+            ended: OpType | None = None  # the transaction's outcome is unknown
+        else:
+            ended = "ok" if commit else "fail"
+        for key, name, seq, raised in sends:
+            outcome: OpType = "info" if ended is None or raised else ended
+            self.history.op(side.name, outcome, "send", key, producer=name, seq=seq)
+
+    def abandon_transaction(self) -> None:
+        """Sends of a transaction still open at the end: the close rolls it back, but say only "unknown"."""
+        if self.tx is not None:
+            for key, name, seq, _ in self.tx.open_sends:
+                self.history.info(self.tx.name, "send", key, producer=name, seq=seq)
+            self.tx.open_sends = []
+
+
+def _quiet(future: asyncio.Future[Packet]) -> None:
+    """Retrieve an abandoned future's exception, so asyncio does not log it as never retrieved."""
+    if not future.cancelled():
+        future.exception()
+
+
+def queue_name(run_id: str, index: int) -> str:
+    return f"cck.explore.{run_id}.{QUEUES[index]}"
+
+
+async def _bounded(awaitable: Awaitable[T], seconds: float, what: str) -> T:
+    try:
+        return await asyncio.wait_for(awaitable, seconds)
+    except TimeoutError:
+        raise _Indeterminate(f"{what} took longer than {seconds:g} s") from None
+
+
+async def _setup(url: str, run_id: str, settings: ClientSettings, limits: Limits) -> None:
+    """The example's queues, over a plain connection straight to the broker."""
+    plain = dataclasses.replace(settings, reconnect_attempts=0)
+    try:
+        async with await _bounded(connect(url, settings=plain, connect_timeout=limits.settle_s), limits.settle_s,
+                                  "connecting to the broker") as connection:
+            session = await connection.create_session()
+            for index in range(len(QUEUES)):
+                name = queue_name(run_id, index)
+                await session.create_queue(name, name, routing_type=RoutingType.ANYCAST)
+            await session.close()
+    except ClientError as exc:
+        raise _Indeterminate(f"setting up the queues straight on the broker failed: {exc!r}") from exc
+
+
+async def _drain(url: str, run_id: str, settings: ClientSettings, history: History, limits: Limits) -> bool:
+    """Empty every queue over a plain connection straight to the broker, recording receipts and confirmed
+    acknowledgements; whether the drain was complete: no consumer of the workload left on any queue, and each
+    queue read up to a fence sent to its tail (or, where no fence could be sent, until a quiet window)."""
+    plain = dataclasses.replace(settings, reconnect_attempts=0, block_on_acknowledge=True,
+                                confirmation_window_size=-1)
+    loop = asyncio.get_running_loop()
+    complete = True
+    try:
+        async with await _bounded(connect(url, settings=plain, connect_timeout=limits.settle_s), limits.settle_s,
+                                  "connecting to the broker for the drain") as connection:
+            session = await connection.create_session()
+            session.start()
+            for index in range(len(QUEUES)):
+                name = queue_name(run_id, index)
+                gone_by = loop.time() + limits.consumers_gone_s
+                while (query := await session.queue_query(name)).consumer_count and loop.time() < gone_by:
+                    await asyncio.sleep(0.05)
+                if query.consumer_count:
+                    complete = False  # a session of the workload still holds messages: nothing is judged lost
+                token = uuid.uuid4().hex
+                if query.exists and not query.consumer_count:
+                    await session.create_producer(name).send(
+                        CoreMessage(b"", priority=0, properties=TypedProperties.of({_FENCE: token})))
+                    fenced = True
+                else:
+                    fenced = False
+                consumer = await session.create_consumer(name)
+                end = loop.time() + limits.drain_s
+                seen_fence = False
+                while loop.time() < end:
+                    wait = min(limits.drain_s if fenced else limits.quiet_s, end - loop.time())
+                    delivery = await consumer.receive(max(wait, 0.0))
+                    if delivery is None:
+                        break
+                    if _is_fence(delivery, token):
+                        await consumer.individual_acknowledge(delivery)
+                        seen_fence = True
+                        break
+                    key = _key_of(delivery)
+                    if key is None:
+                        raise AssertionError(f"a message without a key on {name}: {delivery!r}")
+                    count = delivery.delivery_count
+                    history.received("drain", key, delivery_count=count, redelivered=count > 1)
+                    history.invoke_ack("drain", key)
+                    await consumer.individual_acknowledge(delivery)
+                    history.ok("drain", "ack", key)
+                if fenced and not seen_fence:
+                    complete = False
+                await consumer.close()
+            await session.close()
+    except ClientError as exc:
+        raise _Indeterminate(f"the final drain, straight from the broker, failed: {exc!r}") from exc
+    return complete
+
+
+async def _run(url: str, example: Example, limits: Limits, protocol_version: int | None, history: History,
+               proxy_box: list[FaultProxy], events: list[tuple[str, str]]) -> bool:
+    """The run proper; whether the drain was complete."""
+    run_id = uuid.uuid4().hex[:8]
+    settings = _settings(example, limits, protocol_version)
+    await _setup(url, run_id, settings, limits)
+    host, port = _host_port(url)
+    proxy = FaultProxy(host, port, stop_timeout=2.0)
+    proxy_box.append(proxy)
+    await proxy.start()
+    graceful = True
+    connection: Connection | None = None
+    work: _Workload | None = None
+    try:
+        try:
+            connection = await _bounded(connect(proxy.url, settings=settings, connect_timeout=limits.settle_s),
+                                        limits.settle_s, "connecting through the proxy")
+            plain = _Side("plain", await connection.create_session())
+            plain.session.start()
+            tx = None
+            if example.workload.transacted:
+                tx = _Side("tx", await connection.create_session(transacted=True))
+                tx.session.start()
+            work = _Workload(run_id, connection, plain, tx, history, limits)
+        except ClientError as exc:
+            raise _Indeterminate(f"connecting through the proxy (before any fault) failed: {exc!r}") from exc
+        operations = example.workload.operations
+        for index, op in enumerate(operations):
+            for fault in example.schedule.faults:
+                if min(fault.at, len(operations) - 1) == index:
+                    proxy.add(rule_of(fault))
+            # a client error is the broker's or the fault's doing: recorded as unknown outcomes where it matters
+            with contextlib.suppress(ClientError, TimeoutError):
+                await asyncio.wait_for(work.do(op), limits.operation_s)
+        if work.pending:
+            await asyncio.wait(work.pending, timeout=limits.settle_s)
+        proxy.clear()
+        work.abandon_transaction()
+        for side in (plain, tx):
+            if side is None:
+                continue
+            try:
+                await asyncio.wait_for(side.session.close(), limits.settle_s)
+            except (ClientError, TimeoutError):
+                graceful = False  # the broker may still hold this session's messages
+    finally:
+        if connection is not None:
+            events.extend((e.kind, e.detail) for e in connection.events)
+            with contextlib.suppress(ClientError, TimeoutError):
+                await asyncio.wait_for(connection.close(), limits.settle_s)
+        for future in work.pending if work is not None else ():
+            if not future.done():
+                future.cancel()
+        await proxy.stop()
+    complete = await _drain(url, run_id, settings, history, limits)
+    return graceful and complete
+
+
+async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
+                      protocol_version: int | None = None) -> Outcome:
+    """Run ``example`` against the broker at ``url`` (``tcp://host:port``, reached through a fault proxy of
+    its own) and judge it.  Never raises for what the broker does; see the module's docstring."""
+    started = time.monotonic()
+    history = History()
+    proxies: list[FaultProxy] = []
+    events: list[tuple[str, str]] = []
+
+    def outcome(kind: OutcomeKind, judgement: Judgement | None = None, reason: str = "",
+                escaped: Sequence[str] = ()) -> Outcome:
+        if escaped:
+            # An exception in one of the kit's callbacks (its client's timers, the proxy's protocols): whatever
+            # the history says, the kit misbehaved, so the run is the kit's error and judges nothing.
+            kind, judgement = "kit-error", None
+            reason = (f"{len(escaped)} exception(s) escaped to the event loop; the first:\n{escaped[0]}"
+                      + (f"\n(the run itself: {reason})" if reason else ""))
+        proxy = proxies[0] if proxies else None
+        return Outcome(example, kind, time.monotonic() - started, judgement, tuple(history), tuple(events),
+                       tuple(r.to_json() for r in proxy.wire_log) if proxy else (),
+                       tuple(a.to_json() for a in proxy.attempts) if proxy else (), reason)
+
+    loop = asyncio.get_running_loop()
+    previous = loop.get_exception_handler()
+    escaped: list[str] = []
+
+    def unhandled(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, ClientError | OSError | asyncio.CancelledError):
+            return  # a failure the history records (or a socket reset by a fault), left unretrieved
+        text = context.get("message", "an unhandled exception on the event loop")
+        if isinstance(exc, BaseException):
+            text += "\n" + "".join(traceback.format_exception(exc))
+        escaped.append(text)
+
+    loop.set_exception_handler(unhandled)
+    try:
+        complete = await asyncio.wait_for(_run(url, example, limits, protocol_version, history, proxies, events),
+                                          limits.example_s)
+        judgement = judge(history, drain_complete=complete, desynchronised=example.schedule.desynchronises)
+    except _Indeterminate as exc:
+        return outcome("indeterminate", reason=str(exc), escaped=escaped)
+    except TimeoutError:
+        return outcome("indeterminate", reason=f"the example took longer than {limits.example_s:g} s",
+                       escaped=escaped)
+    except Exception:  # noqa: BLE001 - any other exception is the kit's own error, reported as such
+        return outcome("kit-error", reason=traceback.format_exc())
+    finally:
+        loop.set_exception_handler(previous)
+    return outcome(judgement.kind, judgement, escaped=escaped)
+
+
+def run_example_sync(url: str, example: Example, *, limits: Limits = Limits(),
+                     protocol_version: int | None = None) -> Outcome:
+    """:func:`run_example` on an event loop of its own."""
+    return asyncio.run(run_example(url, example, limits=limits, protocol_version=protocol_version))

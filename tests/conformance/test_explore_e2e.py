@@ -1,0 +1,93 @@
+"""One example end to end against the in-process reference broker: the workload through the fault proxy, a cut
+the client reattaches across, the final drain, the judgement (clean); the runner's other outcomes (a kit
+error, an unreachable broker) are never findings."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from cck.conformance.explore import (
+    ClientConfig,
+    Commit,
+    CutAfterCommands,
+    Example,
+    FaultSchedule,
+    Limits,
+    Outcome,
+    Receive,
+    ResetReattach,
+    Send,
+    Workload,
+    run_example,
+)
+from cck.conformance.faults import CutAfter
+from cck.reference._server import BrokerServer
+from cck.reference.broker import BrokerCore, BrokerSettings
+
+DEADLINE_S = 20.0
+
+TINY = Example(
+    Workload(ClientConfig(window=1024, connection_ttl_ms=10_000),
+             (Send(0, 3), Receive(0, 2), Send(1, 2, durable=False, blocking=False), Send(0, 2, tx=True), Commit(),
+              Receive(1, 1))),
+    FaultSchedule((CutAfterCommands(2), ResetReattach(1, at=3))))
+
+
+def _on_broker(run: Callable[[str], Awaitable[Outcome]]) -> Outcome:
+    async def scenario() -> Outcome:
+        async with BrokerServer(BrokerCore(BrokerSettings(node_id="n1")), "127.0.0.1", 0) as server:
+            return await run(f"tcp://127.0.0.1:{server.bound_port}")
+
+    return asyncio.run(asyncio.wait_for(scenario(), DEADLINE_S))
+
+
+def test_a_tiny_example_runs_reattaches_and_is_clean() -> None:
+    outcome = _on_broker(lambda url: run_example(url, TINY))
+    assert outcome.kind == "clean", outcome.reason or outcome.describe()
+    assert outcome.judgement is not None
+    result = outcome.judgement.result
+    assert result.sends == 7
+    assert result.final_drain_complete
+    assert any(kind == "reattached" for kind, _ in outcome.events)
+    assert any(record["action"] == "cut" for record in outcome.wire)
+    assert {op.process for op in outcome.history} >= {"plain", "tx", "drain"}
+
+
+def test_an_exception_in_the_kit_is_a_kit_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(fault: object) -> None:
+        raise RuntimeError("the kit's own bug")
+
+    monkeypatch.setattr("cck.conformance.explore._runner.rule_of", broken)
+    outcome = _on_broker(lambda url: run_example(url, TINY))
+    assert outcome.kind == "kit-error"
+    assert "the kit's own bug" in outcome.reason
+    assert outcome.judgement is None
+
+
+def test_an_unreachable_broker_is_indeterminate() -> None:
+    with contextlib.closing(socket.socket()) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, never listening: connects are refused
+        limits = Limits(settle_s=2.0, example_s=10.0)
+        outcome = asyncio.run(run_example(f"tcp://127.0.0.1:{port}", TINY, limits=limits))
+    assert outcome.kind == "indeterminate"
+    assert outcome.judgement is None
+
+
+def test_an_exception_escaping_to_the_event_loop_is_a_kit_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom() -> None:
+        raise RuntimeError("a callback of the kit failed")
+
+    def sneaky(fault: object) -> CutAfter:
+        asyncio.get_running_loop().call_soon(boom)  # as a client timer whose exception nobody awaits
+        return CutAfter(2)
+
+    monkeypatch.setattr("cck.conformance.explore._runner.rule_of", sneaky)
+    outcome = _on_broker(lambda url: run_example(url, TINY))
+    assert outcome.kind == "kit-error"
+    assert "a callback of the kit failed" in outcome.reason

@@ -1,0 +1,84 @@
+"""The exploration's oracle on hand-made histories: a loss and a duplicate after a confirmed ack are found; a
+conforming history is clean; what a conforming broker may do under faults is noted, never counted."""
+
+from __future__ import annotations
+
+from cck.conformance.explore import judge
+from cck.conformance.oracles import History
+
+
+def _sent(history: History, *keys: str) -> None:
+    for seq, key in enumerate(keys):
+        history.send("plain", key, producer="P", seq=seq)
+
+
+def test_a_confirmed_send_never_received_is_lost() -> None:
+    history = History()
+    _sent(history, "k1", "k2")
+    history.received("drain", "k1", delivery_count=1, redelivered=False)
+    verdict = judge(history, drain_complete=True, desynchronised=False)
+    assert verdict.kind == "finding"
+    assert verdict.findings == ("1 lost: confirmed, never received (k2)",)
+
+
+def test_without_a_complete_drain_nothing_is_judged_lost() -> None:
+    history = History()
+    _sent(history, "k1")
+    verdict = judge(history, drain_complete=False, desynchronised=False)
+    assert verdict.kind == "clean"
+    assert any("not judged lost" in note for note in verdict.notes)
+
+
+def test_a_conforming_history_is_clean() -> None:
+    history = History()
+    _sent(history, "k1", "k2")
+    history.invoke_send("plain", "k3", producer="P", seq=2)
+    history.info("plain", "send", "k3", producer="P", seq=2)  # unknown outcome, never arrived: fine
+    history.received("plain", "k1", delivery_count=1, redelivered=False)
+    history.ack("plain", "k1")
+    history.received("drain", "k2", delivery_count=1, redelivered=False)
+    history.ack("drain", "k2")
+    verdict = judge(history, drain_complete=True, desynchronised=False)
+    assert verdict.kind == "clean"
+    assert verdict.findings == ()
+    assert verdict.notes == ()
+
+
+def test_a_delivery_after_a_confirmed_ack_is_a_duplicate() -> None:
+    history = History()
+    _sent(history, "k1")
+    history.received("plain", "k1", delivery_count=1, redelivered=False)
+    history.ack("plain", "k1")
+    history.received("drain", "k1", delivery_count=1, redelivered=False)
+    verdict = judge(history, drain_complete=True, desynchronised=False)
+    assert verdict.kind == "finding"
+    assert "duplicated after a confirmed acknowledgement" in verdict.findings[0]
+    # ... unless a dropped counted frame desynchronised the numbering: then a reattach may replay
+    again = judge(history, drain_complete=True, desynchronised=True)
+    assert again.kind == "clean"
+    assert "desynchronised" in again.notes[0]
+
+
+def test_what_a_conforming_broker_may_do_under_faults_is_noted_not_counted() -> None:
+    history = History()
+    _sent(history, "k1", "k2")
+    history.received("plain", "k2", delivery_count=2, redelivered=True)  # a delivery lost with a cut counts
+    history.received("plain", "k1", delivery_count=1, redelivered=False)  # out of order
+    history.invoke_ack("plain", "k1")
+    history.info("plain", "ack", "k1")  # the ack's answer never came
+    history.received("drain", "k1", delivery_count=1, redelivered=False)  # count reset by a clean close
+    history.ack("drain", "k1")
+    verdict = judge(history, drain_complete=True, desynchronised=False)
+    assert verdict.kind == "clean"
+    assert len(verdict.notes) == 2  # redelivered without the flag; the count/flag mismatch
+
+
+def test_a_message_never_sent_or_rolled_back_is_unexpected() -> None:
+    history = History()
+    history.invoke_send("tx", "k1", producer="T", seq=0)
+    history.fail("tx", "send", "k1", producer="T", seq=0)  # an explicit rollback succeeded
+    history.received("drain", "k1", delivery_count=1, redelivered=False)
+    history.received("drain", "ghost", delivery_count=1, redelivered=False)
+    verdict = judge(history, drain_complete=True, desynchronised=False)
+    assert verdict.kind == "finding"
+    assert verdict.findings[0].startswith("2 unexpected:")
