@@ -94,9 +94,12 @@ def test_the_installed_kit_imports_from_the_virtualenv_only(installed: Path, tmp
 def test_cck_lists_its_commands(installed: Path, tmp_path: Path) -> None:
     done = _run(installed, "cck", "--help", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    for command in ("run", "cases", "clauses", "timing-check", "report", "synth", "install-allure", "broker",
-                    "artemis"):
+    for command in ("run", "cases", "clauses", "timing-check", "explore", "report", "synth", "install-allure",
+                    "broker", "artemis"):
         assert f"    {command}" in done.stdout
+    explore = _run(installed, "cck", "explore", "--help", cwd=tmp_path)  # its dependencies come with the wheel
+    assert explore.returncode == 0, explore.stderr
+    assert "--budget" in explore.stdout
     clauses = _run(installed, "cck", "clauses", cwd=tmp_path)
     assert clauses.returncode == 0, clauses.stderr
     assert "reattach." in clauses.stdout
