@@ -513,6 +513,8 @@ class StepRecord:
 
     kill: Kill
     at_s: float
+    #: ``time.monotonic_ns()`` at the kill: the clock of the history's operations
+    at_ns: int = 0
     #: a server serving again when the kill left none serving: the backup (a session created on it), or under
     #: replication after both servers were down the primary
     serving_ms: float | None = None
@@ -532,7 +534,7 @@ class StepRecord:
     exited: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.kill.to_dict(), "at_s": round(self.at_s, 3),
+        return {**self.kill.to_dict(), "at_s": round(self.at_s, 3), "at_ns": self.at_ns,
                 **{name: None if (value := getattr(self, name)) is None else round(value, 1) for name in TIMINGS},
                 "stalled": self.stalled, "exited": self.exited}
 
@@ -657,7 +659,7 @@ class Soak:
             self.records.append(record)
             await asyncio.sleep(step.pause_s)  # the schedule's pause: time under load before the kill
             killed = time.monotonic()
-            record.at_s = killed - self.started
+            record.at_s, record.at_ns = killed - self.started, time.monotonic_ns()
             since = functools.partial(_ms_since, killed)
             try:
                 self.down.add(step.node)
@@ -937,8 +939,24 @@ def _evidence(soak: Soak, result: HistoryResult, verdict: Verdict, left: int) ->
         "clients": [{"name": c.name, "done": c.done, "in_doubt": c.in_doubt, "failovers": c.failovers,
                      "connection_failures": c.connection_failures, "errors": dict(c.errors)} for c in clients],
         "checker": result.to_dict(),
+        "anomaly_ops": anomaly_ops(traffic.history, verdict.examples, records),
         "steps": [r.to_dict() for r in records],
     }
+
+
+def anomaly_ops(history: History, examples: Mapping[str, Sequence[str]], steps: Sequence[StepRecord]) -> \
+        dict[str, list[dict[str, Any]]]:
+    """Every operation on each key the verdict gives as an example, each with the kill it came after (``after_kill``:
+    the index of the last kill before it, 0 before the first), so that an anomaly can be placed without the whole
+    history (``--history``)."""
+    keys = {key for listed in examples.values() for key in listed}
+    kills = [(r.at_ns, r.kill.index) for r in steps if r.at_ns]
+    found: dict[str, list[dict[str, Any]]] = {key: [] for key in sorted(keys)}
+    for op in history:
+        if op.value in found:
+            after = max((index for at_ns, index in kills if at_ns <= op.time_ns), default=0)
+            found[op.value].append({**op.to_dict(), "after_kill": after})
+    return found
 
 
 def _code() -> dict[str, Any]:

@@ -10,7 +10,18 @@ from typing import Any, cast
 
 import pytest
 
-from benchmarks.ha_soak import BACKUP, PRIMARY, TIMINGS, Kill, Soak, StepRecord, _arguments, judge, schedule
+from benchmarks.ha_soak import (
+    BACKUP,
+    PRIMARY,
+    TIMINGS,
+    Kill,
+    Soak,
+    StepRecord,
+    _arguments,
+    anomaly_ops,
+    judge,
+    schedule,
+)
 from cck.conformance.oracles import ACK, History, HistoryResult, OpType, check
 from cck.conformance.suite._ha_kit import Policy
 from cck.conformance.targets import ManagedTarget
@@ -416,6 +427,20 @@ def test_left_messages_stalls_and_an_abort_fail_the_soak() -> None:
     verdict = judge(check(History(), final_drain_complete=True, allow_duplicates=True), {}, {}, left=0, stalls=0,
                     exits=1)
     assert ({k: v for k, v in verdict.anomalies.items() if v}, verdict.ok) == ({"exits": 1}, False)
+
+
+def test_an_anomalys_operations_are_kept_with_the_kill_each_came_after() -> None:
+    history = History()
+    history.op("producer1", "ok", "send", "producer1:7", time_ns=100)
+    history.op("consumer1", "ok", ACK, "producer1:7", time_ns=250)
+    history.op("consumer1", "ok", "receive", "producer1:7", time_ns=400)
+    history.op("consumer2", "ok", "receive", "producer1:8", time_ns=410)  # no anomaly: left out
+    steps = [StepRecord(Kill(1, PRIMARY, "serving", 0.5), 1.0, at_ns=200),
+             StepRecord(Kill(2, BACKUP, "waiting", 0.5), 2.0, at_ns=300)]
+    kept = anomaly_ops(history, {"ack_lost": ["producer1:7"]}, steps)
+    assert list(kept) == ["producer1:7"]
+    assert [(op["f"], op["time_ns"], op["after_kill"]) for op in kept["producer1:7"]] == [
+        ("send", 100, 0), (ACK, 250, 1), ("receive", 400, 2)]
 
 
 # ---------------------------------------------------------------------------------------------------- arguments
