@@ -9,7 +9,9 @@ forever) run the whole time on one durable anycast queue.  A producer sends dura
 its key as duplicate ID (``_AMQ_DUPL_ID``); a send that returned is confirmed (blocking durable sends); one whose
 outcome is unknown (FailoverInterrupted, CallTimeout, a refusal during the move) is sent again with the same key
 until it is confirmed.  A consumer acknowledges each message individually and blocking (``block_on_acknowledge``):
-an acknowledgement that returned is confirmed, one that raised is in doubt.
+an acknowledgement that returned is confirmed, one that raised is in doubt, except for a delivery received before
+its session was recreated on the other server: the client refuses to acknowledge that one (DeliveryFromLostSession:
+known not acknowledged) and the message's redelivery is acknowledged instead.
 
 The kills come from the seed (:func:`schedule`): odd kills hit the primary, even ones the backup.
 
@@ -113,6 +115,7 @@ from cck.reference.client import (
     ConnectionFailed,
     Consumer,
     Delivery,
+    DeliveryFromLostSession,
     FailoverEvent,
     FailoverInterrupted,
     Producer,
@@ -460,6 +463,10 @@ class Traffic:
         self.history.invoke_ack(client.name, key)
         try:
             await consumer.individual_acknowledge(delivery)
+        except DeliveryFromLostSession as exc:  # known not acknowledged: the message comes again
+            self.history.fail(client.name, ACK, key)
+            client.errors[type(exc).__name__] += 1
+            return
         except IN_DOUBT as exc:
             self.history.info(client.name, ACK, key)
             client.in_doubt += 1

@@ -11,6 +11,7 @@ __all__ = [
     "ClientError",
     "ConnectionFailed",
     "ConnectFailed",
+    "DeliveryFromLostSession",
     "FailoverInterrupted",
     "ObjectClosed",
     "ProtocolViolation",
@@ -99,6 +100,16 @@ class FailoverInterrupted(ClientError):
     def __init__(self, request: str) -> None:
         self.request = request
         super().__init__(f"{request}: interrupted by failover; the session was recreated, the outcome is unknown")
+
+
+class DeliveryFromLostSession(ClientError):
+    """An acknowledgement of a delivery received before the session was recreated: that delivery ended with the
+    lost session and the broker delivers the message again, so nothing was acknowledged and nothing was sent."""
+
+    def __init__(self, message_id: int) -> None:
+        self.message_id = message_id
+        super().__init__(f"message {message_id} was delivered by a session that failover recreated; it is delivered "
+                         "again, acknowledge that delivery instead")
 
 
 class TransactionRolledBack(ClientError):

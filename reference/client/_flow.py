@@ -27,6 +27,8 @@ class Delivery:
     delivery_count: int
     #: Frame size in bytes: the unit of consumer credit.
     size: int
+    #: the session's incarnation it arrived under (:attr:`SessionChannel.incarnation`): a recreate lost it
+    incarnation: int = 0
 
     @property
     def message_id(self) -> int:

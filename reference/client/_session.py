@@ -135,6 +135,7 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         windows, consumers and the started state rebuilt, waiting calls told their outcome is unknown,
         a transaction with work in it marked rollback-only, an XA branch reported failed."""
         self.connection = connection
+        self.incarnation += 1
         self.server_version = server_version
         connection.adopt_version(server_version)
         self.send_window.reset()

@@ -107,6 +107,8 @@ class SessionChannel:
         self._calls_at_detach = 0
         self.work_done = False  # a transacted session has sent or acknowledged since its last commit/rollback
         self.rollback_only = False
+        #: how many times the session was recreated; a delivery carries the value it arrived under
+        self.incarnation = 0
         self.active_xid: Xid | None = None
         self._blocking_correlation = -1
         self._async_correlation = 0

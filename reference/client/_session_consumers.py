@@ -17,6 +17,7 @@ from cck.codec import (
 )
 
 from ._calls import Call
+from ._errors import DeliveryFromLostSession
 from ._flow import ConsumerCore, Delivery
 from ._session_channel import NULL, QUEUE_QUERY, SessionChannel
 
@@ -50,6 +51,12 @@ class ConsumerSide(SessionChannel):
 
     def acknowledge(self, delivery: Delivery, *, individually: bool = False) -> Call | None:
         """Acknowledge ``delivery`` (cumulatively up to it, or just it); a call only with block_on_acknowledge."""
+        if delivery.incarnation != self.incarnation:
+            # The broker that delivered it is gone and has given the message back to the queue; the same message
+            # ID on the recreated session names a new delivery the application has not seen yet (maybe one
+            # already buffered here), and acknowledging that would make the buffered copy arrive after a
+            # confirmed acknowledgement.  Nothing is sent.
+            raise DeliveryFromLostSession(delivery.message_id)
         blocking = self.settings.block_on_acknowledge
         self.work_done = True
         packet: Packet
@@ -76,7 +83,8 @@ class ConsumerSide(SessionChannel):
         consumer = self.consumers.get(packet.consumer_id)
         if consumer is None:
             return  # a delivery racing a consumer close; the broker cancels it back to the queue
-        consumer.delivered(Delivery(packet.message, packet.consumer_id, packet.delivery_count, size))
+        consumer.delivered(Delivery(packet.message, packet.consumer_id, packet.delivery_count, size,
+                                    self.incarnation))
 
     def _disconnected(self, packet: DisconnectConsumerMessage) -> None:
         consumer = self.consumers.pop(packet.consumer_id, None)

@@ -12,19 +12,24 @@ import pytest
 
 from benchmarks.ha_soak import (
     BACKUP,
+    CLIENT,
     PRIMARY,
     TIMINGS,
     Kill,
     Soak,
     StepRecord,
+    Traffic,
     _arguments,
+    _Client,
     anomaly_ops,
     judge,
     schedule,
 )
+from cck.codec import CoreMessage, TypedProperties
 from cck.conformance.oracles import ACK, History, HistoryResult, OpType, check
 from cck.conformance.suite._ha_kit import Policy
 from cck.conformance.targets import ManagedTarget
+from cck.reference.client import Delivery, DeliveryFromLostSession
 
 
 def test_the_same_seed_gives_the_same_schedule_and_another_seed_another() -> None:
@@ -394,6 +399,39 @@ def test_a_redelivery_after_an_ack_in_doubt_is_allowed_even_with_count_one() -> 
     _taken(history, "consumer2", "producer1:1", count=1)  # a killed server kept no delivery count
     _, anomalies, ok = _judged(history, {"producer1:1": {10}})
     assert (anomalies, ok) == ({}, True)
+
+
+class _RecreatedUnderIt:
+    """A consumer whose session was recreated since ``stale`` arrived: the client refuses that acknowledgement."""
+
+    def __init__(self, stale: Delivery) -> None:
+        self.stale = stale
+        self.acked: list[Delivery] = []
+
+    async def individual_acknowledge(self, delivery: Delivery) -> None:
+        if delivery is self.stale:
+            raise DeliveryFromLostSession(delivery.message_id)
+        self.acked.append(delivery)
+
+
+def _delivery(key: str, count: int) -> Delivery:
+    properties = TypedProperties.of({"key": key, "seq": int(key.rpartition(":")[2])})
+    return Delivery(CoreMessage(b"", durable=True, message_id=10, properties=properties), 1, count, 100)
+
+
+def test_a_delivery_from_a_recreated_session_is_known_not_acknowledged_and_its_redelivery_is_taken() -> None:
+    # The soak's one "ack lost" on Artemis: the ack of a delivery from before the recreate hit the redelivery.
+    traffic = Traffic("tcp://127.0.0.1:1", CLIENT, 1, 1, 1.0)
+    client = _Client("consumer1")
+    _sent(traffic.history, "producer1:1")
+    stale, again = _delivery("producer1:1", 1), _delivery("producer1:1", 2)
+    consumer = _RecreatedUnderIt(stale)
+    for delivery in (stale, again):
+        asyncio.run(traffic.take(client, cast(Any, consumer), delivery))
+    assert consumer.acked == [again]
+    assert [op.type for op in traffic.history if op.f == ACK] == ["invoke", "fail", "invoke", "ok"]
+    assert client.errors == Counter({"DeliveryFromLostSession": 1})
+    assert _judged(traffic.history, {"producer1:1": {10}})[1:] == ({}, True)
 
 
 def test_a_confirmed_send_never_received_is_lost() -> None:

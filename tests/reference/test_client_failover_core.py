@@ -5,6 +5,7 @@ machine emits, with the failure listener before the first attempt and the give-u
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from cck.reference.client import (
     ConnectFailed,
     ConnectionFailed,
     Connector,
+    DeliveryFromLostSession,
     Failover,
     FailoverInterrupted,
     ObjectClosed,
@@ -369,6 +371,38 @@ def test_a_transaction_with_work_in_it_is_rolled_back_by_a_recreate() -> None:
     net.pump()
     assert commit.error is None
     assert drain(net, setup) == [1]
+
+
+def test_a_delivery_from_before_a_recreate_cannot_be_acknowledged_and_its_redelivery_can() -> None:
+    # The race the Artemis replication soak met: acknowledged by message ID on the recreated session, the old
+    # delivery would remove the redelivery already buffered here, which the application then receives after
+    # a confirmed acknowledgement.
+    net = attached(dataclasses.replace(NO_WINDOW, block_on_acknowledge=True))
+    session = net.session()
+    with_queue(net, session)
+    producer = session.create_producer("q")
+    session.send(producer, message(0))
+    consumer, _ = session.create_consumer("q")
+    session.start()
+    net.pump()
+    before = consumer.take()
+    assert before is not None
+    net.cut()
+    assert net.kinds()[-1] == "recreated"
+    net.pump()
+    again = consumer.take()
+    assert again is not None  # the broker gave the unacknowledged message to the recreated consumer
+    assert (again.message_id, again.delivery_count) == (before.message_id, 2)
+    sent = len(net.frames_on_current())
+    with pytest.raises(DeliveryFromLostSession, match=f"message {before.message_id} was delivered by a session"):
+        session.acknowledge(before, individually=True)
+    net.pump()
+    assert len(net.frames_on_current()) == sent  # nothing went to the broker
+    ack = session.acknowledge(again, individually=True)
+    net.pump()
+    assert answered(ack)
+    assert consumer.take() is None
+    assert drain(net, session) == []
 
 
 def test_a_backup_is_one_more_candidate_where_the_reattach_is_refused_and_the_session_recreated() -> None:
