@@ -1,22 +1,37 @@
 """Fault exploration (issue 21, first slice): hypothesis-generated workloads and protocol-aware fault schedules,
 run with the kit's client through the fault proxy, judged by the history checker; a failing example is shrunk,
-confirmed by a replay and written as evidence with the command that replays it::
+confirmed by a replay and written as evidence with the command that replays it, a sequence diagram of the run
+and a pytest case that replays it (:func:`replay`) for a regression suite::
 
     cck explore --target reference --budget 2m --seed 1
     cck explore --target reference --replay evidence/explore-.../minimal/example.json
 
 The pieces: the model (:class:`Example` = :class:`Workload` + :class:`FaultSchedule`, JSON both ways), the
 hypothesis strategies (:func:`examples`), the runner (:func:`run_example`: one example against a broker URL),
-the oracle (:func:`judge`: which of the checker's findings a conforming broker can never produce) and the loop
-(:func:`explore`).  See docs/exploration.md.
+the oracle (:func:`judge`: which of the checker's findings a conforming broker can never produce), the loop
+(:func:`explore`), the sequence diagram (:func:`diagram`, :func:`render_svg`, :func:`render_text`: pure
+functions of a run's evidence records) and the regression case (:func:`regression_case`).  See
+docs/exploration.md.
 """
 
 from __future__ import annotations
 
 from ._cli import DESCRIPTION, add_arguments, parse_budget, run_explore
-from ._explore import ExploreConfig, ExploreResult, explore, load_example, replay_command, write_evidence
+from ._diagram import Diagram, Row, RunRecords, diagram, frame_facts, load_records
+from ._diagram_svg import render_svg
+from ._diagram_text import render_text
+from ._explore import (
+    ExploreConfig,
+    ExploreResult,
+    explore,
+    load_example,
+    records_of,
+    replay_command,
+    write_evidence,
+    write_outcome,
+)
 from ._faults import rule_of
-from ._judge import Judgement, judge
+from ._judge import Anomaly, Judgement, judge
 from ._model import (
     CONNECTION_TTLS_MS,
     QUEUES,
@@ -42,6 +57,7 @@ from ._model import (
     Send,
     Workload,
 )
+from ._regression import Reachable, regression_case, regression_file_name, replay
 from ._runner import Limits, Outcome, run_example, run_example_sync
 from ._strategies import client_configs, examples, fault_schedules, faults, operations, workloads
 
@@ -80,12 +96,28 @@ __all__ = [
     # faults as proxy rules
     "rule_of",
     # running and judging
+    "Anomaly",
     "Judgement",
     "Limits",
     "Outcome",
     "judge",
     "run_example",
     "run_example_sync",
+    # replaying a finding, and the pytest case that does
+    "Reachable",
+    "regression_case",
+    "regression_file_name",
+    "replay",
+    # the sequence diagram
+    "Diagram",
+    "Row",
+    "RunRecords",
+    "diagram",
+    "frame_facts",
+    "load_records",
+    "records_of",
+    "render_svg",
+    "render_text",
     # the loop and the command
     "DESCRIPTION",
     "ExploreConfig",
@@ -97,4 +129,5 @@ __all__ = [
     "replay_command",
     "run_explore",
     "write_evidence",
+    "write_outcome",
 ]

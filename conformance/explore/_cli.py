@@ -16,6 +16,7 @@ from cck.conformance.targets import TargetError, Topology, make_target
 
 from ._explore import ExploreConfig, explore, load_example, replay_command, write_outcome
 from ._model import Example, ExampleError
+from ._regression import regression_file_name
 from ._runner import Outcome, run_example
 
 __all__ = ["DESCRIPTION", "add_arguments", "parse_budget", "run_explore"]
@@ -27,7 +28,8 @@ a schedule of protocol-aware faults over it (cut after the n-th confirmable comm
 delay, duplicate, reset during reattach, refuse connects), runs it with the kit's client (reconnecting, so
 sessions reattach) through the fault proxy in front of the target, drains the queues and judges the history.
 A failing example is shrunk, replayed once more to confirm, and written to --evidence-dir with the one-line
-command that replays it.
+command that replays it, a sequence diagram of the run (sequence.svg) and, once confirmed, a pytest case that
+replays it for a regression suite.
 
 Exit status: 0 nothing found, 1 a finding, 2 bad arguments, 3 the kit erred (no finding), 4 the target did
 not start or a replay could not be judged.  docs/exploration.md says what is judged and what is not."""
@@ -83,7 +85,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="at most N examples (default 1000)")
     parser.add_argument("--evidence-dir", type=Path, metavar="DIR",
                         help="write every example's summary, and a failing example's minimal form, history, wire "
-                             "log, findings and replay command, under DIR/explore-<time>-seed<S>/")
+                             "log, findings, replay command, sequence diagram and (once confirmed) pytest case, "
+                             "under DIR/explore-<time>-seed<S>/")
     parser.add_argument("--replay", type=Path, metavar="FILE",
                         help="run the example in FILE (an example.json the exploration wrote) once and judge it")
 
@@ -148,6 +151,10 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
         if result.failing is not None:
             example_file = result.evidence / "minimal" / "example.json"
             print("replay: " + replay_command(config.target_args, example_file), file=out)
+            print(f"diagram: {example_file.parent / 'sequence.svg'}", file=out)
+            case_file = example_file.parent / regression_file_name(result.failing.example)
+            if case_file.is_file():
+                print(f"regression case: {case_file}", file=out)
     return result.exit_status
 
 
@@ -158,6 +165,7 @@ def _replay(run: Callable[[Example], Outcome], example: Example, config: Explore
     for note in outcome.judgement.notes if outcome.judgement is not None else ():
         print(f"  note: {note}", file=out)
     if config.evidence_dir is not None:
-        example_file = write_outcome(config.evidence_dir / "replay", outcome, config)
-        print(f"evidence: {example_file.parent}", file=out)
+        example_file = write_outcome(config.evidence_dir / "replay", outcome, config, title="replay",
+                                     regression_case_file=outcome.kind == "finding")
+        print(f"evidence: {example_file.parent} (diagram: sequence.svg)", file=out)
     return {"clean": 0, "finding": 1, "kit-error": 3}.get(outcome.kind, 4)

@@ -13,6 +13,7 @@ import contextlib
 import json
 import shlex
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -22,11 +23,16 @@ from typing import Any, TextIO
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.errors import Flaky
 
+from ._diagram import RunRecords, diagram
+from ._diagram_svg import render_svg
+from ._diagram_text import render_text
 from ._model import Example, ExampleError
+from ._regression import regression_case, regression_file_name
 from ._runner import Outcome
 from ._strategies import examples
 
-__all__ = ["ExploreConfig", "ExploreResult", "explore", "load_example", "replay_command", "write_evidence"]
+__all__ = ["ExploreConfig", "ExploreResult", "explore", "load_example", "records_of", "replay_command",
+           "write_evidence", "write_outcome"]
 
 Runner = Callable[[Example], Outcome]
 
@@ -167,9 +173,33 @@ def _jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
             out.write(json.dumps(row, sort_keys=True, default=str) + "\n")
 
 
-def write_outcome(directory: Path, outcome: Outcome, config: ExploreConfig, **extra: Any) -> Path:
-    """One run's evidence in ``directory``: the example (replayable), its history and wire log (JSON Lines), the
-    findings and the replay command; the example file's path."""
+def records_of(outcome: Outcome, title: str, **extra: Any) -> RunRecords:
+    """A run's evidence records, as the evidence files hold them (what its sequence diagram is drawn from)."""
+    return RunRecords(outcome.example.to_dict(), outcome.wire, outcome.attempts,
+                      [op.to_dict() for op in outcome.history], outcome.timeline,
+                      json.loads(json.dumps({**outcome.to_dict(), **extra}, default=str)), title)
+
+
+def _write_diagrams(directory: Path, records: RunRecords) -> None:
+    """``sequence.svg`` and ``sequence.txt``; a diagram that cannot be drawn leaves the rest of the evidence be,
+    and says why in ``sequence.txt``."""
+    try:
+        drawn = diagram(records)
+        svg, text = render_svg(drawn), render_text(drawn)
+    except Exception:  # noqa: BLE001 - the kit's bug, but the run's other evidence matters more
+        (directory / "sequence.txt").write_text("the sequence diagram could not be drawn:\n" + traceback.format_exc(),
+                                                encoding="utf-8")
+        return
+    (directory / "sequence.svg").write_text(svg, encoding="utf-8")
+    (directory / "sequence.txt").write_text(text, encoding="utf-8")
+
+
+def write_outcome(directory: Path, outcome: Outcome, config: ExploreConfig, *, title: str | None = None,
+                  regression_case_file: bool = False, **extra: Any) -> Path:
+    """One run's evidence in ``directory``: the example (replayable), its history, wire log and timeline (JSON
+    Lines), the findings, the replay command, the sequence diagram (``sequence.svg``, ``sequence.txt``) and, with
+    ``regression_case_file``, a pytest case that replays the example (``test_explore_<digest>.py``); the example
+    file's path."""
     directory.mkdir(parents=True, exist_ok=True)
     example_file = directory / "example.json"
     example_file.write_text(json.dumps({"seed": config.seed, "target": list(config.target_args),
@@ -177,10 +207,17 @@ def write_outcome(directory: Path, outcome: Outcome, config: ExploreConfig, **ex
     _jsonl(directory / "history.jsonl", (op.to_dict() for op in outcome.history))
     _jsonl(directory / "wire.jsonl", outcome.wire)
     _jsonl(directory / "attempts.jsonl", outcome.attempts)
+    _jsonl(directory / "timeline.jsonl", outcome.timeline)
     (directory / "findings.json").write_text(json.dumps({**outcome.to_dict(), **extra}, indent=2, default=str) + "\n",
                                              encoding="utf-8")
     (directory / "replay.txt").write_text(replay_command(config.target_args, example_file.resolve()) + "\n",
                                           encoding="utf-8")
+    _write_diagrams(directory, records_of(outcome, title or f"{directory.name} run", **extra))
+    if regression_case_file:
+        findings = outcome.judgement.findings if outcome.judgement is not None else ()
+        (directory / regression_file_name(outcome.example)).write_text(
+            regression_case(outcome.example, findings=findings, target_args=config.target_args, seed=config.seed),
+            encoding="utf-8")
     return example_file
 
 
@@ -194,12 +231,17 @@ def write_evidence(root: Path, config: ExploreConfig, result: ExploreResult, log
                                "max_examples": config.max_examples, "runs": result.runs, "kinds": result.kinds,
                                "found": result.failing is not None, "confirmed": result.confirmed}
     if result.failing is not None:
-        example_file = write_outcome(directory / "minimal", result.failing, config, confirmed=result.confirmed)
+        example_file = write_outcome(directory / "minimal", result.failing, config, title="minimal run",
+                                     regression_case_file=result.confirmed, confirmed=result.confirmed)
         summary["replay"] = replay_command(config.target_args, example_file.resolve())
+        summary["diagram"] = str((example_file.parent / "sequence.svg").resolve())
+        if result.confirmed:
+            summary["regression_case"] = str((example_file.parent / regression_file_name(result.failing.example))
+                                             .resolve())
         if result.confirmation is not None:
-            write_outcome(directory / "confirmation", result.confirmation, config)
+            write_outcome(directory / "confirmation", result.confirmation, config, title="confirmation run")
     for index, outcome in enumerate(result.kit_errors[:5], start=1):
-        write_outcome(directory / f"kit-error-{index}", outcome, config)
+        write_outcome(directory / f"kit-error-{index}", outcome, config, title=f"kit error {index}")
     (directory / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return directory
 

@@ -25,9 +25,21 @@ from typing import Any, Literal
 
 from cck.conformance.oracles import HistoryResult, Op, check
 
-__all__ = ["Judgement", "JudgementKind", "judge"]
+__all__ = ["Anomaly", "AnomalyKind", "Judgement", "JudgementKind", "judge"]
 
 JudgementKind = Literal["clean", "finding"]
+AnomalyKind = Literal["lost", "duplicated", "unexpected"]
+
+
+@dataclass(frozen=True, slots=True)
+class Anomaly:
+    """One counted finding's message: what happened to which key (what a sequence diagram marks)."""
+
+    kind: AnomalyKind
+    key: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "key": self.key}
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +52,12 @@ class Judgement:
     #: What was observed and not counted, and why.
     notes: tuple[str, ...]
     result: HistoryResult
+    #: The counted findings' keys, each with its kind (the first examples the checker kept of each).
+    anomalies: tuple[Anomaly, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "findings": list(self.findings), "notes": list(self.notes),
-                "checker": self.result.to_dict()}
+                "anomalies": [a.to_dict() for a in self.anomalies], "checker": self.result.to_dict()}
 
     def describe(self) -> str:
         if self.findings:
@@ -60,12 +74,15 @@ def judge(history: Iterable[Op], *, drain_complete: bool, desynchronised: bool) 
     result = check(history, final_drain_complete=drain_complete, allow_duplicates=True, max_examples=1000)
     findings: list[str] = []
     notes: list[str] = []
+    anomalies: list[Anomaly] = []
     if result.lost.count:
         keys = [f.key for f in result.lost.examples]
         findings.append(f"{result.lost.count} lost: confirmed, never received ({', '.join(keys)})")
+        anomalies.extend(Anomaly("lost", key) for key in keys)
     if result.unexpected.count:
         shown = [f"{f.key} ({f.reason})" for f in result.unexpected.examples]
         findings.append(f"{result.unexpected.count} unexpected: {', '.join(shown)}")
+        anomalies.extend(Anomaly("unexpected", f.key) for f in result.unexpected.examples)
     after_ack = [d for d in result.duplicated.examples if d.reason == "after_ack"]
     other = [d for d in result.duplicated.examples if d.reason != "after_ack"]
     if after_ack:
@@ -75,6 +92,7 @@ def judge(history: Iterable[Op], *, drain_complete: bool, desynchronised: bool) 
                          "desynchronised the command numbering, and a reattach may then replay")
         else:
             findings.append(f"{len(after_ack)} duplicated after a confirmed acknowledgement: {listed}")
+            anomalies.extend(Anomaly("duplicated", key) for key in dict.fromkeys(d.key for d in after_ack))
     if other:
         notes.append(f"{len(other)} delivered again without the redelivered flag ({', '.join(d.key for d in other)}); "
                      "not counted: a clean consumer close may reset the delivery count")
@@ -87,4 +105,4 @@ def judge(history: Iterable[Op], *, drain_complete: bool, desynchronised: bool) 
     if not drain_complete:
         notes.append(f"the final drain was not complete: {result.unreceived_undrained} confirmed, unreceived "
                      "message(s) not judged lost")
-    return Judgement("finding" if findings else "clean", tuple(findings), tuple(notes), result)
+    return Judgement("finding" if findings else "clean", tuple(findings), tuple(notes), result, tuple(anomalies))

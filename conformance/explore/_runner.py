@@ -75,6 +75,10 @@ class Outcome:
     #: The proxy's wire log and connection attempts, as JSON objects.
     wire: tuple[dict[str, Any], ...] = ()
     attempts: tuple[dict[str, Any], ...] = ()
+    #: When each operation began, each fault was installed and each phase (settle, drain) began, as JSON
+    #: objects on the clock the history and the proxy use (``time.monotonic_ns``): ``ts_ns``, ``event``
+    #: (``operation``, ``fault`` or ``phase``), ``text`` and, for operations, ``index``.
+    timeline: tuple[dict[str, Any], ...] = ()
     #: Why the run is indeterminate or a kit error (a traceback for the latter).
     reason: str = ""
 
@@ -376,8 +380,12 @@ async def _drain(url: str, run_id: str, settings: ClientSettings, history: Histo
     return complete
 
 
+def _mark(timeline: list[dict[str, Any]], event: str, text: str, **extra: Any) -> None:
+    timeline.append({"ts_ns": time.monotonic_ns(), "event": event, "text": text, **extra})
+
+
 async def _run(url: str, example: Example, limits: Limits, protocol_version: int | None, history: History,
-               proxy_box: list[FaultProxy], events: list[tuple[str, str]]) -> bool:
+               proxy_box: list[FaultProxy], events: list[tuple[str, str]], timeline: list[dict[str, Any]]) -> bool:
     """The run proper; whether the drain was complete."""
     run_id = uuid.uuid4().hex[:8]
     settings = _settings(example, limits, protocol_version)
@@ -407,9 +415,13 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
             for fault in example.schedule.faults:
                 if min(fault.at, len(operations) - 1) == index:
                     proxy.add(rule_of(fault))
+                    _mark(timeline, "fault", fault.describe())
+            _mark(timeline, "operation", op.describe(), index=index)
             # a client error is the broker's or the fault's doing: recorded as unknown outcomes where it matters
             with contextlib.suppress(ClientError, TimeoutError):
                 await asyncio.wait_for(work.do(op), limits.operation_s)
+        _mark(timeline, "phase", "waiting for asynchronous answers; then the rules are cleared and the sessions "
+                                 "closed")
         if work.pending:
             await asyncio.wait(work.pending, timeout=limits.settle_s)
         proxy.clear()
@@ -430,6 +442,7 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
             if not future.done():
                 future.cancel()
         await proxy.stop()
+    _mark(timeline, "phase", "final drain, straight from the broker (not through the proxy)", drain=True)
     complete = await _drain(url, run_id, settings, history, limits)
     return graceful and complete
 
@@ -442,6 +455,7 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
     history = History()
     proxies: list[FaultProxy] = []
     events: list[tuple[str, str]] = []
+    timeline: list[dict[str, Any]] = []
 
     def outcome(kind: OutcomeKind, judgement: Judgement | None = None, reason: str = "",
                 escaped: Sequence[str] = ()) -> Outcome:
@@ -454,7 +468,7 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
         proxy = proxies[0] if proxies else None
         return Outcome(example, kind, time.monotonic() - started, judgement, tuple(history), tuple(events),
                        tuple(r.to_json() for r in proxy.wire_log) if proxy else (),
-                       tuple(a.to_json() for a in proxy.attempts) if proxy else (), reason)
+                       tuple(a.to_json() for a in proxy.attempts) if proxy else (), tuple(timeline), reason)
 
     loop = asyncio.get_running_loop()
     previous = loop.get_exception_handler()
@@ -471,8 +485,8 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
 
     loop.set_exception_handler(unhandled)
     try:
-        complete = await asyncio.wait_for(_run(url, example, limits, protocol_version, history, proxies, events),
-                                          limits.example_s)
+        complete = await asyncio.wait_for(_run(url, example, limits, protocol_version, history, proxies, events,
+                                               timeline), limits.example_s)
         judgement = judge(history, drain_complete=complete, desynchronised=example.schedule.desynchronises)
     except _Indeterminate as exc:
         return outcome("indeterminate", reason=str(exc), escaped=escaped)

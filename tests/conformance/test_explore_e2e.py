@@ -23,6 +23,9 @@ from cck.conformance.explore import (
     ResetReattach,
     Send,
     Workload,
+    diagram,
+    records_of,
+    render_text,
     run_example,
 )
 from cck.conformance.faults import CutAfter
@@ -56,6 +59,20 @@ def test_a_tiny_example_runs_reattaches_and_is_clean() -> None:
     assert any(kind == "reattached" for kind, _ in outcome.events)
     assert any(record["action"] == "cut" for record in outcome.wire)
     assert {op.process for op in outcome.history} >= {"plain", "tx", "drain"}
+    # the timeline: each operation's start, the faults installed before them, the phases after
+    assert [e["text"] for e in outcome.timeline if e["event"] == "operation"] == [
+        op.describe() for op in TINY.workload.operations]
+    assert [e["text"] for e in outcome.timeline if e["event"] == "fault"] == [
+        f.describe() for f in TINY.schedule.faults]
+    # ... and the sequence diagram of the real run: the cut, the reconnection, the reattach, the notes in order
+    rows = diagram(records_of(outcome, "e2e run")).rows
+    kinds = [(r.kind, r.action) for r in rows]
+    cut = kinds.index(("frame", "cut"))
+    assert ("boundary", "forwarded") in kinds[cut:]  # the client's new connection after the cut
+    assert any(r.text.startswith("REATTACH_SESSION_RESP ch1") and "reattached" in r.text for r in rows[cut:])
+    notes = [r.text for r in rows if r.kind == "note" and r.lane == "client" and r.text.startswith("op ")]
+    assert notes == [f"op {i}: {op.describe()}" for i, op in enumerate(TINY.workload.operations)]
+    assert "final drain" in render_text(diagram(records_of(outcome, "e2e run")))
 
 
 def test_an_exception_in_the_kit_is_a_kit_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,7 +3,7 @@ conforming history is clean; what a conforming broker may do under faults is not
 
 from __future__ import annotations
 
-from cck.conformance.explore import judge
+from cck.conformance.explore import Anomaly, judge
 from cck.conformance.oracles import History
 
 
@@ -19,6 +19,8 @@ def test_a_confirmed_send_never_received_is_lost() -> None:
     verdict = judge(history, drain_complete=True, desynchronised=False)
     assert verdict.kind == "finding"
     assert verdict.findings == ("1 lost: confirmed, never received (k2)",)
+    assert verdict.anomalies == (Anomaly("lost", "k2"),)  # what the sequence diagram marks
+    assert verdict.to_dict()["anomalies"] == [{"kind": "lost", "key": "k2"}]
 
 
 def test_without_a_complete_drain_nothing_is_judged_lost() -> None:
@@ -53,10 +55,12 @@ def test_a_delivery_after_a_confirmed_ack_is_a_duplicate() -> None:
     verdict = judge(history, drain_complete=True, desynchronised=False)
     assert verdict.kind == "finding"
     assert "duplicated after a confirmed acknowledgement" in verdict.findings[0]
+    assert verdict.anomalies == (Anomaly("duplicated", "k1"),)
     # ... unless a dropped counted frame desynchronised the numbering: then a reattach may replay
     again = judge(history, drain_complete=True, desynchronised=True)
     assert again.kind == "clean"
     assert "desynchronised" in again.notes[0]
+    assert again.anomalies == ()
 
 
 def test_what_a_conforming_broker_may_do_under_faults_is_noted_not_counted() -> None:
@@ -82,3 +86,4 @@ def test_a_message_never_sent_or_rolled_back_is_unexpected() -> None:
     verdict = judge(history, drain_complete=True, desynchronised=False)
     assert verdict.kind == "finding"
     assert verdict.findings[0].startswith("2 unexpected:")
+    assert verdict.anomalies == (Anomaly("unexpected", "k1"), Anomaly("unexpected", "ghost"))

@@ -1,5 +1,6 @@
 """The exploration loop with a stand-in runner (no broker): clean runs end at the example cap; a failing
-example is shrunk to its minimal form, replayed to confirm, and written as evidence with its replay command."""
+example is shrunk to its minimal form, replayed to confirm, and written as evidence with its replay command, its
+sequence diagram and the pytest case that replays it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from cck.conformance.explore import (
     explore,
     judge,
     load_example,
+    regression_file_name,
+    write_outcome,
 )
 from cck.conformance.oracles import History
 
@@ -84,3 +87,50 @@ def test_a_failing_example_is_shrunk_confirmed_and_written(tmp_path: Path) -> No
     assert replay.startswith("cck explore --target reference --replay ")
     assert replay.endswith("example.json")
     assert (result.evidence / "examples.jsonl").read_text().count("\n") == result.runs
+    # the sequence diagram, the anomaly's key in it
+    assert (found / "sequence.svg").read_text().startswith("<svg ")
+    assert "k1 LOST" in (found / "sequence.svg").read_text()
+    assert "FINDING: 1 lost: confirmed, never received (k1)" in (found / "sequence.txt").read_text()
+    assert (result.evidence / "confirmation" / "sequence.svg").is_file()
+    # the pytest case replays the minimal example
+    case = found / regression_file_name(minimal)
+    namespace: dict[str, object] = {}
+    exec(compile(case.read_text(), str(case), "exec"), namespace)  # the file under test
+    assert namespace["EXAMPLE"] == minimal
+    summary = json.loads((result.evidence / "summary.json").read_text())
+    assert summary["regression_case"] == str(case.resolve())
+    assert summary["diagram"] == str((found / "sequence.svg").resolve())
+
+
+def test_an_unconfirmed_finding_gets_a_diagram_but_no_regression_case(tmp_path: Path) -> None:
+    runs: list[Example] = []
+
+    def once(example: Example) -> Outcome:  # fails once, never again: shrinking finds nothing, the replay is clean
+        runs.append(example)
+        return _bug(example) if len(runs) == 1 else _clean(example)
+
+    config = ExploreConfig(budget_s=60, seed=1, max_examples=20, evidence_dir=tmp_path)
+    result = explore(lambda e: once(e) if any(isinstance(op, Send) and op.count >= 2 and op.durable
+                                              for op in e.workload.operations) else _clean(e), config, io.StringIO())
+    assert result.failing is not None
+    assert not result.confirmed
+    assert result.evidence is not None
+    found = result.evidence / "minimal"
+    assert (found / "sequence.svg").is_file()
+    assert not list(found.glob("test_*.py"))
+
+
+def test_one_runs_evidence_has_its_diagram_and_for_a_finding_its_case(tmp_path: Path) -> None:
+    """What ``cck explore --replay FILE --evidence-dir D`` writes to ``D/replay``."""
+    example = Example.from_dict({"workload": {"config": {"window": 1024, "connection_ttl_ms": 10000},
+                                              "operations": [{"kind": "send", "queue": 0, "count": 2,
+                                                              "durable": True, "blocking": True, "tx": False}]},
+                                 "schedule": {"faults": []}})
+    config = ExploreConfig(budget_s=1, seed=5, target_args=("--target", "reference"))
+    write_outcome(tmp_path / "clean", _clean(example), config, title="replay")
+    write_outcome(tmp_path / "replay", _bug(example), config, title="replay", regression_case_file=True)
+    assert sorted(p.name for p in (tmp_path / "clean").iterdir()) == [
+        "attempts.jsonl", "example.json", "findings.json", "history.jsonl", "replay.txt", "sequence.svg",
+        "sequence.txt", "timeline.jsonl", "wire.jsonl"]
+    assert (tmp_path / "replay" / regression_file_name(example)).is_file()
+    assert "cck explore: replay, finding" in (tmp_path / "replay" / "sequence.txt").read_text()
