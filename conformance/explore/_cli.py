@@ -83,6 +83,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="hypothesis's seed: the same seed draws the same examples (default 0)")
     parser.add_argument("--max-examples", type=_positive, default=1000, metavar="N",
                         help="at most N examples (default 1000)")
+    parser.add_argument("--tries", type=_positive, default=3, metavar="N",
+                        help="runs of one example while shrinking and confirming before it counts as clean: an "
+                             "intermittent bug fails only some runs of the same example (default 3)")
     parser.add_argument("--evidence-dir", type=Path, metavar="DIR",
                         help="write every example's summary, and a failing example's minimal form, history, wire "
                              "log, findings, replay command, sequence diagram and (once confirmed) pytest case, "
@@ -115,7 +118,7 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
     # every example cuts and resets the client on purpose: its "connection failed" warnings say nothing here
     logging.getLogger("cck.reference.client").setLevel(logging.ERROR)
     config = ExploreConfig(options.budget, options.seed, options.max_examples, options.shrink_budget,
-                           options.evidence_dir, _target_args(options))
+                           options.evidence_dir, _target_args(options), tries=options.tries)
     with tempfile.TemporaryDirectory(prefix="cck-explore-") as workdir:
         try:
             target = make_target(options.target, version=options.artemis_version, workdir=Path(workdir),

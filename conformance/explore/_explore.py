@@ -51,6 +51,10 @@ class ExploreConfig:
     target_args: tuple[str, ...] = ("--target", "reference")
     max_operations: int = 8
     max_faults: int = 3
+    #: Runs of one example while shrinking and confirming before it counts as clean: an intermittent bug (a race
+    #: with the broker's journal, say) fails only some runs of the same example, and one clean run would end the
+    #: shrinking (hypothesis calls an example that fails once and then passes flaky).
+    tries: int = 3
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,10 @@ def explore(run: Runner, config: ExploreConfig, out: TextIO, *,
         if clock() >= until:
             raise _BudgetSpent
         outcome = once(example, "shrink" if shrinking else "explore")
+        for _ in range(1, config.tries if shrinking else 1):
+            if outcome.kind == "finding" or clock() >= until:
+                break
+            outcome = once(example, "retry")
         if outcome.kind == "finding":
             if state.failing is None:
                 state.shrink_started = clock()
@@ -145,15 +153,20 @@ def explore(run: Runner, config: ExploreConfig, out: TextIO, *,
     # the minimal failing example is state.failing, whatever hypothesis made of its last replay
     with contextlib.suppress(_Found, Flaky, _BudgetSpent):
         prop()
-    confirmation = None
+    confirmation: Outcome | None = None
     evidence = None
     if state.failing is not None:
         minimal = state.failing.example
         faults, operations = minimal.size
         print(f"minimal example: {faults} fault(s), {operations} operation(s): {minimal.describe()}", file=out)
-        confirmation = once(minimal, "confirm")
-        print("confirmed: the minimal example fails again" if confirmation.kind == "finding" else
-              f"NOT confirmed: the replay came out {confirmation.kind}", file=out, flush=True)
+        replays = 0
+        while replays < config.tries and (confirmation is None or confirmation.kind != "finding"):
+            confirmation = once(minimal, "confirm")
+            replays += 1
+        assert confirmation is not None
+        print(f"confirmed: the minimal example fails again (run {replays} of at most {config.tries})"
+              if confirmation.kind == "finding" else
+              f"NOT confirmed: {config.tries} replay(s), the last came out {confirmation.kind}", file=out, flush=True)
     result = ExploreResult(state.runs, dict(state.kinds), state.failing, confirmation, tuple(state.kit_errors))
     if config.evidence_dir is not None:
         evidence = write_evidence(config.evidence_dir, config, result, state.log)

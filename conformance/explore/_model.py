@@ -20,6 +20,8 @@ __all__ = [
     "Direction",
     "DROP_TYPES",
     "DUPLICATE_TYPES",
+    "MAX_BATCH",
+    "MAX_CUT_AFTER",
     "QUEUES",
     "WINDOWS",
     "ClientConfig",
@@ -46,6 +48,10 @@ __all__ = [
 
 #: The queues a workload uses (the runner makes each example's names unique on the broker).
 QUEUES = ("q0", "q1", "q2")
+#: the most messages one send operation sends: enough to keep many durable writes in flight at a cut
+MAX_BATCH = 40
+#: the latest a cut-after-commands fault cuts: past a whole batch and the credit requests between its sends
+MAX_CUT_AFTER = 2 * MAX_BATCH
 #: Confirmation window sizes: -1 (no window: no reattach, the session is recreated), small, Artemis-like.
 WINDOWS = (-1, 1024, 10 * 1024, 64 * 1024)
 #: connection-ttl (ms) the client asks for; the failure-check period is a quarter of it.
@@ -197,7 +203,7 @@ class Send:
 
     def __post_init__(self) -> None:
         _check_range("queue", self.queue, 0, len(QUEUES) - 1)
-        _check_range("count", self.count, 1, 5)
+        _check_range("count", self.count, 1, MAX_BATCH)
 
     def describe(self) -> str:
         how = ("durable " if self.durable else "") + ("blocking" if self.blocking else "async")
@@ -264,7 +270,8 @@ def _operation_from_dict(data: Any) -> Operation:
         return CreateConsumer(_int(f, "queue", *queue), _bool(f, "tx"))
     if kind == "send":
         f = _fields(data, kind, ("queue", "count", "durable", "blocking", "tx"))
-        return Send(_int(f, "queue", *queue), _int(f, "count", 1, 5), _bool(f, "durable"), _bool(f, "blocking"),
+        return Send(_int(f, "queue", *queue), _int(f, "count", 1, MAX_BATCH), _bool(f, "durable"),
+                    _bool(f, "blocking"),
                     _bool(f, "tx"))
     if kind == "receive":
         f = _fields(data, kind, ("queue", "count", "tx"))
@@ -324,7 +331,7 @@ class CutAfterCommands:
     kind: Literal["cut-after-commands"] = field(default="cut-after-commands", init=False)
 
     def __post_init__(self) -> None:
-        _check_range("n", self.n, 0, 40)
+        _check_range("n", self.n, 0, MAX_CUT_AFTER)
         _check_range("at", self.at, 0, 12)
         if self.direction not in _DIRECTIONS:
             raise ExampleError(f"direction must be c2s or s2c, got {self.direction!r}")

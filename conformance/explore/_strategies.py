@@ -14,6 +14,8 @@ from ._model import (
     DELAY_TYPES,
     DROP_TYPES,
     DUPLICATE_TYPES,
+    MAX_BATCH,
+    MAX_CUT_AFTER,
     QUEUES,
     WINDOWS,
     ClientConfig,
@@ -53,7 +55,9 @@ def client_configs() -> st.SearchStrategy[ClientConfig]:
 def operations() -> st.SearchStrategy[Operation]:
     """One operation; sends and receives first, as the simplest (shrinking prefers them)."""
     return st.one_of(
-        st.builds(Send, queue=_queues, count=st.integers(1, 3), durable=st.booleans().map(lambda b: not b),
+        # small batches first (shrinking prefers them), then batches long enough to keep writes in flight at a cut
+        st.builds(Send, queue=_queues, count=st.one_of(st.integers(1, 3), st.integers(4, MAX_BATCH)),
+                  durable=st.booleans().map(lambda b: not b),
                   blocking=st.booleans().map(lambda b: not b), tx=st.booleans()),
         st.builds(Receive, queue=_queues, count=st.integers(1, 3), tx=st.booleans()),
         st.builds(Commit),
@@ -100,7 +104,9 @@ def _duplicate(draw: st.DrawFn, at: int) -> DuplicateFrames:
 def faults(max_at: int = 0) -> st.SearchStrategy[Fault]:
     """One fault installed before operation ``at`` <= ``max_at``; cuts first (they are what makes a reattach)."""
     return st.integers(0, max_at).flatmap(lambda at: st.one_of(
-        st.builds(CutAfterCommands, n=st.integers(0, 12), direction=_directions, at=st.just(at)),
+        # early cuts first; late ones land in a long batch, with many sends routed and not yet written
+        st.builds(CutAfterCommands, n=st.one_of(st.integers(0, 12), st.integers(13, MAX_CUT_AFTER)),
+                  direction=_directions, at=st.just(at)),
         _cut_at_frame(at),
         st.builds(ResetReattach, count=st.integers(1, 2), at=st.just(at)),
         st.builds(RefuseConnects, count=st.integers(1, 3), at=st.just(at)),

@@ -102,6 +102,37 @@ def test_a_failing_example_is_shrunk_confirmed_and_written(tmp_path: Path) -> No
     assert summary["diagram"] == str((found / "sequence.svg").resolve())
 
 
+def test_an_intermittent_finding_is_still_shrunk_and_confirmed_by_running_each_candidate_again() -> None:
+    # a race: every failing example fails only on every third run of it
+    runs: dict[str, int] = {}
+
+    def sometimes(example: Example) -> Outcome:
+        runs[example.describe()] = runs.get(example.describe(), 0) + 1
+        outcome = _bug(example)
+        return outcome if runs[example.describe()] % 3 == 1 else _clean(example)
+
+    out = io.StringIO()
+    result = explore(sometimes, ExploreConfig(budget_s=60, seed=1, max_examples=300, tries=3), out)
+    assert result.failing is not None
+    assert result.failing.example.size == (1, 1)  # shrunk as far as the steady bug is
+    assert result.confirmed
+    assert "retry" in out.getvalue()
+    assert "confirmed: the minimal example fails again (run " in out.getvalue()
+
+
+def test_with_one_try_an_intermittent_finding_stops_the_shrinking_at_the_first_clean_rerun() -> None:
+    seen: set[str] = set()
+
+    def first_time_only(example: Example) -> Outcome:
+        fresh = example.describe() not in seen
+        seen.add(example.describe())
+        return _bug(example) if fresh else _clean(example)
+
+    result = explore(first_time_only, ExploreConfig(budget_s=60, seed=1, max_examples=300, tries=1), io.StringIO())
+    assert result.failing is not None
+    assert not result.confirmed
+
+
 def test_an_unconfirmed_finding_gets_a_diagram_but_no_regression_case(tmp_path: Path) -> None:
     runs: list[Example] = []
 

@@ -75,7 +75,7 @@ def test_a_drop_of_a_counted_frame_desynchronises_the_schedule() -> None:
 
 @pytest.mark.parametrize(("change", "message"), [
     (lambda d: d["workload"]["operations"].append({"kind": "xa-start"}), "unknown operation"),
-    (lambda d: d["workload"]["operations"][0].update(count=9), "'count' must be an integer in [1, 5]"),
+    (lambda d: d["workload"]["operations"][0].update(count=41), "'count' must be an integer in [1, 40]"),
     (lambda d: d["workload"]["config"].update(window=7), "'window' must be one of"),
     (lambda d: d["schedule"]["faults"].append({"kind": "drop", "direction": "c2s", "packet_type": "NOPE",
                                                 "count": 1, "at": 0}), "packet type 'NOPE'"),
