@@ -99,6 +99,8 @@ class _State:
     shrink_started: float = 0.0
     kit_errors: list[Outcome] = field(default_factory=list)
     log: list[dict[str, Any]] = field(default_factory=list)
+    #: every failing run, from the first finding to the smallest
+    failures: list[Outcome] = field(default_factory=list)
 
 
 def _line(index: int, now: float, phase: str, outcome: Outcome) -> str:
@@ -148,6 +150,7 @@ def explore(run: Runner, config: ExploreConfig, out: TextIO, *,
                 state.shrink_started = clock()
                 print(f"found a failing example after {state.runs} run(s); shrinking", file=out, flush=True)
             state.failing = outcome  # hypothesis only tries smaller ones from here: the last is the smallest
+            state.failures.append(outcome)
             raise _Found(outcome.describe())
 
     # the minimal failing example is state.failing, whatever hypothesis made of its last replay
@@ -156,23 +159,44 @@ def explore(run: Runner, config: ExploreConfig, out: TextIO, *,
     confirmation: Outcome | None = None
     evidence = None
     if state.failing is not None:
-        minimal = state.failing.example
-        faults, operations = minimal.size
-        print(f"minimal example: {faults} fault(s), {operations} operation(s): {minimal.describe()}", file=out)
-        replays = 0
-        while replays < config.tries and (confirmation is None or confirmation.kind != "finding"):
-            confirmation = once(minimal, "confirm")
-            replays += 1
-        assert confirmation is not None
-        print(f"confirmed: the minimal example fails again (run {replays} of at most {config.tries})"
-              if confirmation.kind == "finding" else
-              f"NOT confirmed: {config.tries} replay(s), the last came out {confirmation.kind}", file=out, flush=True)
+        state.failing, confirmation = _confirm(state.failures, config.tries, once, out)
     result = ExploreResult(state.runs, dict(state.kinds), state.failing, confirmation, tuple(state.kit_errors))
     if config.evidence_dir is not None:
         evidence = write_evidence(config.evidence_dir, config, result, state.log)
         result = ExploreResult(result.runs, result.kinds, result.failing, result.confirmation, result.kit_errors,
                                evidence)
     return result
+
+
+#: how many of the failing examples, smallest first, a finding that does not fail again may fall back on
+CONFIRM_CANDIDATES = 5
+
+
+def _confirm(failures: Sequence[Outcome], tries: int, once: Callable[[Example, str], Outcome],
+             out: TextIO) -> tuple[Outcome, Outcome]:
+    """The smallest failing example that fails again within ``tries`` replays, and that replay; if none of the
+    smallest :data:`CONFIRM_CANDIDATES` does, the smallest and its last replay.  Shrinking an intermittent bug can
+    end at an example that fails only rarely (one message in flight instead of many); a larger example found on
+    the way may fail on nearly every run."""
+    candidates: list[Outcome] = []
+    for outcome in reversed(failures):  # the smallest first, each example once
+        if all(c.example != outcome.example for c in candidates):
+            candidates.append(outcome)
+    smallest = candidates[0]
+    last: Outcome | None = None
+    for rank, failing in enumerate(candidates[:CONFIRM_CANDIDATES]):
+        faults, operations = failing.example.size
+        which = "minimal example" if rank == 0 else f"next smallest failing example ({rank + 1})"
+        print(f"{which}: {faults} fault(s), {operations} operation(s): {failing.example.describe()}", file=out)
+        for replay in range(1, tries + 1):
+            last = once(failing.example, "confirm")
+            if last.kind == "finding":
+                print(f"confirmed: it fails again (replay {replay} of at most {tries})", file=out, flush=True)
+                return failing, last
+        print(f"NOT confirmed: {tries} replay(s), the last came out {last.kind if last else '-'}", file=out,
+              flush=True)
+    assert last is not None
+    return smallest, last
 
 
 def replay_command(target_args: Sequence[str], example_file: Path) -> str:
