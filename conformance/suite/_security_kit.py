@@ -3,8 +3,9 @@ session, a connection the kit writes frames to itself, and a "rogue broker" that
 
 The rules live under ``cck.sec.``: ``#`` grants everything to the administrator only; each authorisation case's
 permission is granted under ``cck.sec.authz.#`` to a role of its own (``can-<permission>``); the match cases and
-the guest have blocks of their own.  A ``security-setting`` inherits nothing from a less specific one, so every
-block grants the administrator everything again.
+the guest have blocks of their own, the fully-qualified-queue-name cases a topology of their own.  A
+``security-setting`` inherits nothing from a less specific one, so every block grants the administrator everything
+again.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import TracebackType
 
-from cck.codec import CodecError, FrameDecoder, Packet, encode_packet
+from cck.codec import ADDRESSING_CHANGE_VERSION, CodecError, FrameDecoder, Packet, encode_packet
 from cck.conformance.targets import PERMISSIONS as ALL_PERMISSIONS
 from cck.conformance.targets import ClusterSpec, HASpec, SecurityRule, SecuritySpec, Target, Topology, User
 from cck.conformance.verdicts import CheckFailed, Unsupported
@@ -26,10 +27,11 @@ from cck.reference.client import ClientSettings, Connection, Session, connect
 from ._kit import RESTARTING, client_settings, poll_value
 
 __all__ = [
-    "ADMIN", "ANSWERS", "ATTRIBUTE_KEY", "CLUSTER", "CLUSTERED", "FQQN_ADDRESS", "FQQN_QUEUES", "FQQN_USER",
-    "GUEST_ROLE", "MANAGEMENT_ADDRESS", "MATCHER", "PERMISSIONS", "PREFIX", "REPLICATED", "REPLY_TO_KEY",
-    "RESOURCE_KEY", "RULES", "SECURED", "SETUP_CHANNEL", "SUCCEEDED_KEY", "USERS", "WITH_GUEST", "MakeTarget", "Rogue",
-    "Wire", "COUNT_S", "admin_session", "all_but", "only", "secured", "settings_for", "settled_count",
+    "ADMIN", "ANSWERS", "ARTEMIS_1_0_0_VERSION", "ATTRIBUTE_KEY", "CLUSTER", "CLUSTERED", "FQQN_ADDRESS",
+    "FQQN_QUEUES", "FQQN_RULES", "FQQN_SECURED", "FQQN_USER", "GUEST_ROLE", "MANAGEMENT_ADDRESS", "MATCHER",
+    "PERMISSIONS", "PREFIX", "REPLICATED", "REPLY_TO_KEY", "RESOURCE_KEY", "RULES", "SECURED", "SETUP_CHANNEL",
+    "SUCCEEDED_KEY", "USERS", "WITH_GUEST", "MakeTarget", "ManagementNames", "Rogue", "Wire", "COUNT_S",
+    "admin_session", "all_but", "enforced", "management_names", "only", "secured", "settings_for", "settled_count",
 ]  # fmt: skip
 
 MakeTarget = Callable[[Topology], Target]
@@ -39,11 +41,15 @@ PREFIX = "cck.sec"
 PERMISSIONS = ("send", "consume", "browse", "createAddress", "createDurableQueue", "deleteDurableQueue",
                "createNonDurableQueue", "deleteNonDurableQueue", "manage")
 #: the management message API (Artemis user manual, Management): the address, the request's and answer's properties
+#: (the kit's legacy launcher gives HornetQ and Artemis 1.5.6 this address too; :func:`management_names` for the
+#: older servers' names)
 MANAGEMENT_ADDRESS = "activemq.management"
 RESOURCE_KEY = "_AMQ_ResourceName"
 ATTRIBUTE_KEY = "_AMQ_Attribute"
 SUCCEEDED_KEY = "_AMQ_OperationSucceeded"
 REPLY_TO_KEY = "JMSReplyTo"
+#: Artemis 1.0.0's protocol: management properties named _AMQ_ from it (HornetQ's are _HQ_)
+ARTEMIS_1_0_0_VERSION = 126
 #: the addresses management answers are sent to
 ANSWERS = f"{PREFIX}.answers"
 ADMIN = User("cck-admin", "admin-secret", ("admin",))
@@ -55,6 +61,26 @@ FQQN_ADDRESS = f"{PREFIX}.fqqn.address"
 FQQN_QUEUES = (f"{PREFIX}.fqqn.q1", f"{PREFIX}.fqqn.q2")
 #: the channel of session setup (CREATESESSION and its answer)
 SETUP_CHANNEL = 1
+
+
+@dataclass(frozen=True)
+class ManagementNames:
+    """The management request's and answer's property names and a queue's resource name, as a server speaking a
+    protocol version reads them: HornetQ's ``_HQ_`` properties below Artemis 1.0.0 (126); a queue's resource name
+    ``core.queue.<name>`` until Artemis 2.0.0's addressing (129), ``queue.<name>`` since."""
+
+    resource_key: str
+    attribute_key: str
+    succeeded_key: str
+    queue_prefix: str
+
+
+def management_names(version: int) -> ManagementNames:
+    if version >= ARTEMIS_1_0_0_VERSION:
+        keys = (RESOURCE_KEY, ATTRIBUTE_KEY, SUCCEEDED_KEY)
+    else:
+        keys = ("_HQ_ResourceName", "_HQ_Attribute", "_HQ_OperationSucceeded")
+    return ManagementNames(*keys, queue_prefix="queue." if version >= ADDRESSING_CHANGE_VERSION else "core.queue.")
 
 
 def only(permission: str) -> User:
@@ -89,11 +115,13 @@ RULES = (
     *_block(f"{PREFIX}.match.narrow.exact", {"send": ("wide",)}),
     *_block(f"{PREFIX}.match.star.*", {"consume": ("wide",)}),
     *_block(f"{PREFIX}.guest.#", {"send": (GUEST_ROLE,), "consume": (GUEST_ROLE,)}),
-    # consume from the first queue of the address only, granted on its fully qualified name
-    *_block(f"{FQQN_ADDRESS}::{FQQN_QUEUES[0]}", {"consume": ("fqqn-role",)}),
 )
+#: consume from the first queue of the address only, granted on its fully qualified name: a topology of its own, as
+#: servers without security settings on queue names (before Artemis 2.15.0) cannot be given it
+FQQN_RULES = _block(f"{FQQN_ADDRESS}::{FQQN_QUEUES[0]}", {"consume": ("fqqn-role",)})
 USERS = (ADMIN, MATCHER, FQQN_USER, *(only(p) for p in PERMISSIONS), *(all_but(p) for p in PERMISSIONS))
 SECURED = Topology(security=SecuritySpec(enabled=True, users=USERS, rules=RULES))
+FQQN_SECURED = Topology(security=SecuritySpec(enabled=True, users=USERS, rules=(*RULES, *FQQN_RULES)))
 WITH_GUEST = Topology(security=SecuritySpec(enabled=True, users=USERS, rules=RULES, guest_role=GUEST_ROLE))
 #: two nodes in a cluster (static connectors to each other): a cluster connection with connectors bridges to
 #: every live node announced to it (one without any makes no bridges at all)
@@ -113,6 +141,14 @@ def secured(make: MakeTarget, topology: Topology = SECURED) -> Target:
     except Unsupported as exc:
         raise Unsupported(f"security not configured: the case needs a broker the kit gives its users, roles, "
                           f"security-settings or TLS acceptor ({exc})") from exc
+
+
+def enforced(target: Target, permission: str) -> None:
+    """UNSUPPORTED when the broker has no ``permission`` (``Target.permissions``: the older servers lack some):
+    nothing there grants or refuses it, so a case exercising it would judge something else."""
+    if permission not in target.permissions:
+        raise Unsupported(f"{target.name} {target.version} has no {permission!r} permission (its security settings "
+                          f"have only {', '.join(p for p in ALL_PERMISSIONS if p in target.permissions)})")
 
 
 def settings_for(target: Target) -> ClientSettings:

@@ -48,10 +48,10 @@ from ._kit import QUIET_S, RECEIVE_S, message, observed, run, unique
 from ._security_kit import (
     ADMIN,
     ANSWERS,
-    ATTRIBUTE_KEY,
     COUNT_S,
     FQQN_ADDRESS,
     FQQN_QUEUES,
+    FQQN_SECURED,
     FQQN_USER,
     GUEST_ROLE,
     MANAGEMENT_ADDRESS,
@@ -59,14 +59,14 @@ from ._security_kit import (
     PERMISSIONS,
     PREFIX,
     REPLY_TO_KEY,
-    RESOURCE_KEY,
     SETUP_CHANNEL,
-    SUCCEEDED_KEY,
     WITH_GUEST,
     MakeTarget,
     Wire,
     admin_session,
     all_but,
+    enforced,
+    management_names,
     only,
     secured,
     settings_for,
@@ -412,9 +412,10 @@ async def _managed_queue(admin: Session, names: Names) -> None:
 async def _manage(user: Session, names: Names, seconds: float) -> None:
     # the management message API: read the queue's messageCount, the answer to go to the reply queue (a durable
     # send, so the broker answers it and a refusal reaches the client)
+    api = management_names(user.core.server_version)
     request = CoreMessage(durable=True, properties=TypedProperties.typed(
-        (RESOURCE_KEY, PropertyType.STRING, f"queue.{names.queue}"),
-        (ATTRIBUTE_KEY, PropertyType.STRING, "messageCount"),
+        (api.resource_key, PropertyType.STRING, f"{api.queue_prefix}{names.queue}"),
+        (api.attribute_key, PropertyType.STRING, "messageCount"),
         (REPLY_TO_KEY, PropertyType.STRING, _reply_queue(names))))
     await user.create_producer(MANAGEMENT_ADDRESS).send(request)
 
@@ -435,9 +436,9 @@ async def _managed(admin: Session, names: Names, allowed: bool) -> list[str]:
     if delivery is None:
         return [*problems, f"the management answer on {reply} was not delivered to the administrator"]
     await consumer.acknowledge(delivery)
-    answer = delivery.message
-    if answer.properties.get(SUCCEEDED_KEY) is not True:
-        problems.append(f"the answer says {SUCCEEDED_KEY}={answer.properties.get(SUCCEEDED_KEY)!r}: {answer.text!r}")
+    answer, succeeded = delivery.message, management_names(admin.core.server_version).succeeded_key
+    if answer.properties.get(succeeded) is not True:
+        problems.append(f"the answer says {succeeded}={answer.properties.get(succeeded)!r}: {answer.text!r}")
     elif answer.text is None or json.loads(answer.text) != [1]:
         problems.append(f"the answer's body is {answer.text!r}, expected [1] (the queue's one message)")
     return problems
@@ -514,6 +515,7 @@ def test_authorization(case: Case, cck_make_target: MakeTarget, cck_settings: Se
     permission, allowed = case.params["permission"], case.params["allowed"]
     operation = OPERATIONS[permission]
     target = secured(cck_make_target)
+    enforced(target, permission)
     base = unique(f"{PREFIX}.authz.{permission}")
     names = Names(base, f"{base}.q")
     user = only(permission) if allowed else all_but(permission)
@@ -559,7 +561,7 @@ def test_most_specific_match(case: Case, cck_make_target: MakeTarget, cck_settin
 def test_fully_qualified_queue_name(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
                                     evidence: CaseEvidence) -> None:
     queue, allowed = case.params["queue"], case.params["allowed"]
-    target = secured(cck_make_target)
+    target = secured(cck_make_target, FQQN_SECURED)
     names = Names(FQQN_ADDRESS, queue)
 
     async def scenario() -> None:

@@ -30,6 +30,12 @@ CLUSTER_CONNECT with the cluster credentials and must get the answers (a vote re
 replication).  The channel-2 packets have no control case: no server takes them on an acceptor (a backup takes them
 only on the connection it opened to its primary), so a member's would have no effect either; what shows an effect
 would be seen is the backup's acceptor, which the ha cases see take connections once a backup is active.
+
+Before protocol 125 (HornetQ 2.4) there is no cluster login: NODE_ANNOUNCE and BACKUP_REGISTRATION are taken on
+channel 0 from any connection, a registration judged by the credentials it carries (HORNETQ-1345 moved them to
+channel 3 behind CLUSTER_CONNECT), so the attacks send them there and the cases that send CLUSTER_CONNECT are
+UNSUPPORTED; the control that expects a server-connect vote to be
+answered is UNSUPPORTED before Artemis 2.2.0's protocol, which first answers one.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cck.codec import (
+    ADDRESSING_CHANGE_VERSION,
     ARTEMIS_2_18_0_VERSION,
     LIVE_FAILOVER_VOTE,
     AddOperationType,
@@ -74,7 +81,7 @@ from cck.conformance.cases import Case, cases
 from cck.conformance.evidence import CaseEvidence
 from cck.conformance.plugin import Settings
 from cck.conformance.targets import CONFIG, ManagedTarget, Target
-from cck.conformance.verdicts import CheckFailed
+from cck.conformance.verdicts import CheckFailed, Unsupported
 
 from ._ha_kit import acceptor, refuses
 from ._kit import run, unique
@@ -103,6 +110,16 @@ PING_CHANNEL = 0
 REPLICATION_CHANNEL = 2
 CLUSTER_CHANNEL = 3
 FEDERATION_CHANNEL = 4
+#: the protocol (HornetQ 2.5.0, continued by Artemis 1.0.0) that moved the cluster packets from channel 0 to channel 3
+#: behind CLUSTER_CONNECT (HORNETQ-1345); HornetQ 2.4 takes NODE_ANNOUNCE and BACKUP_REGISTRATION on channel 0
+CLUSTER_LOGIN_VERSION = 125
+#: the attacks that send CLUSTER_CONNECT: a cluster login that does not exist below CLUSTER_LOGIN_VERSION
+CLUSTER_CONNECT_ATTACKS = frozenset({"default-credentials", "client-credentials", "wrong-cluster-password",
+                                     "cluster-credentials", "default-credentials-registration", "member-vote",
+                                     "member-registration"})
+#: a server-connect vote is answered over the network from Artemis 2.2.0 (ServerConnectVoteHandler, ARTEMIS-1296;
+#: protocol 129, which 2.0.0 and 2.1.0 speak too): 1.x registers no handler for it, HornetQ 2.4 has no QUORUM_VOTE
+VOTE_HANDLER_VERSION = ADDRESSING_CHANGE_VERSION
 #: the channel of the session a case opens before it attacks
 SESSION_CHANNEL = 10
 #: the cluster credentials Artemis ships in broker.xml (the kit's brokers are not given them)
@@ -121,6 +138,11 @@ class Attack:
     #: a multicast address with a queue on the broker: what a federation policy matching it would pull from upstream
     address: str
 
+    @property
+    def cluster_channel(self) -> int:
+        """Where the server reads cluster packets: channel 3, or channel 0 before the cluster login."""
+        return CLUSTER_CHANNEL if self.version >= CLUSTER_LOGIN_VERSION else PING_CHANNEL
+
 
 def _federation(attack: Attack) -> list[tuple[Packet, int]]:
     # an address policy matching an address that has a multicast queue: the upstream it deploys connects at once to
@@ -137,17 +159,17 @@ def _announce(attack: Attack) -> NodeAnnounceMessage:
 
 
 def _node_announce(attack: Attack) -> list[tuple[Packet, int]]:
-    return [(_announce(attack), CLUSTER_CHANNEL)]
+    return [(_announce(attack), attack.cluster_channel)]
 
 
 def _default_credentials(attack: Attack) -> list[tuple[Packet, int]]:
     return [(ClusterConnectMessage(DEFAULT_CLUSTER_USER, DEFAULT_CLUSTER_PASSWORD), CLUSTER_CHANNEL),
-            (_announce(attack), CLUSTER_CHANNEL)]
+            (_announce(attack), attack.cluster_channel)]
 
 
 def _cluster_credentials(attack: Attack) -> list[tuple[Packet, int]]:
     return [(ClusterConnectMessage(CLUSTER.user, CLUSTER.password), CLUSTER_CHANNEL),
-            (_announce(attack), CLUSTER_CHANNEL)]
+            (_announce(attack), attack.cluster_channel)]
 
 
 def _client_topology(attack: Attack) -> list[tuple[Packet, int]]:
@@ -161,21 +183,21 @@ def _client_topology(attack: Attack) -> list[tuple[Packet, int]]:
 
 
 def _scale_down(attack: Attack) -> list[tuple[Packet, int]]:
-    return [(ScaleDownAnnounceMessage(attack.fake_node, attack.broker_node), CLUSTER_CHANNEL)]
+    return [(ScaleDownAnnounceMessage(attack.fake_node, attack.broker_node), attack.cluster_channel)]
 
 
 ATTACKS: dict[str, tuple[str, Callable[[Attack], list[tuple[Packet, int]]]]] = {
     "federation": ("FEDERATION_DOWNSTREAM_CONNECT on channel 4 (as a federating broker sends it) asking the broker "
                    "to federate back to the rogue broker's connector (the request of CVE-2026-27446)", _federation),
-    "node-announce": ("NODE_ANNOUNCE on channel 3, without CLUSTER_CONNECT, of a live node whose connector is the "
-                      "rogue broker", _node_announce),
+    "node-announce": ("NODE_ANNOUNCE on the cluster channel (3; 0 below protocol 125), without CLUSTER_CONNECT, of "
+                      "a live node whose connector is the rogue broker", _node_announce),
     "default-credentials": ("CLUSTER_CONNECT on channel 3 with Artemis's default cluster user and password (not "
                             "this broker's), then NODE_ANNOUNCE of a node whose connector is the rogue broker",
                             _default_credentials),
     "client-topology": ("CLUSTER_TOPOLOGY (V4 from protocol 131, V2 before) on channel 0, as a server sends it, "
                         "announcing a node whose connector is the rogue broker", _client_topology),
-    "scale-down": ("SCALEDOWN_ANNOUNCEMENT on channel 3, without CLUSTER_CONNECT, saying the broker's own node "
-                   "was scaled down to another", _scale_down),
+    "scale-down": ("SCALEDOWN_ANNOUNCEMENT on the cluster channel (3; 0 below protocol 125), without "
+                   "CLUSTER_CONNECT, saying the broker's own node was scaled down to another", _scale_down),
 }
 PRE_AUTHENTICATION = tuple(
     Case(f"security.pre-auth.{n}", "security.pre-authentication",
@@ -188,7 +210,8 @@ PRE_AUTHENTICATION = tuple(
 
 
 def _client_credentials(attack: Attack) -> list[tuple[Packet, int]]:
-    return [(ClusterConnectMessage(ADMIN.name, ADMIN.password), CLUSTER_CHANNEL), (_announce(attack), CLUSTER_CHANNEL)]
+    return [(ClusterConnectMessage(ADMIN.name, ADMIN.password), CLUSTER_CHANNEL),
+            (_announce(attack), attack.cluster_channel)]
 
 
 ATTACKS["client-credentials"] = ("", _client_credentials)
@@ -196,7 +219,7 @@ ATTACKS["client-credentials"] = ("", _client_credentials)
 
 def _wrong_cluster_password(attack: Attack) -> list[tuple[Packet, int]]:
     return [(ClusterConnectMessage(CLUSTER.user, f"{CLUSTER.password}-not"), CLUSTER_CHANNEL),
-            (_announce(attack), CLUSTER_CHANNEL)]
+            (_announce(attack), attack.cluster_channel)]
 
 
 ATTACKS["wrong-cluster-password"] = ("", _wrong_cluster_password)
@@ -212,7 +235,8 @@ NOT_MEMBERS = (
          params={"attack": "client-credentials"}, needs=(CONFIG,)),
     Case("security.cluster.5", "security.cluster-credentials",
          "a connection opens a session with the cluster user and password as a client does (CREATESESSION, its "
-         "answer awaited), then sends NODE_ANNOUNCE on channel 3 without CLUSTER_CONNECT",
+         "answer awaited), then sends NODE_ANNOUNCE on the cluster channel (3; 0 below protocol 125) without "
+         "CLUSTER_CONNECT",
          "the announcement has no effect (a client session, whatever its user, is no cluster connection): the rogue "
          "broker is never dialled, a topology subscriber hears of no new node",
          params={"attack": "session-cluster-user"}, needs=(CONFIG,)),
@@ -234,6 +258,21 @@ CONTROL = (
          params={"attack": "cluster-credentials"}, needs=(CONFIG,)),
 )
 ATTACKS["cluster-credentials"] = ("", _cluster_credentials)
+
+
+def _expressible(attack: str, target: Target) -> None:
+    """UNSUPPORTED when the server has no cluster login for an attack that sends CLUSTER_CONNECT, or answers no
+    server-connect vote for the control that expects an answer: there is nothing to attack or to show."""
+    version = target.protocol_version
+    if version is None:
+        return
+    if attack in CLUSTER_CONNECT_ATTACKS and version < CLUSTER_LOGIN_VERSION:
+        raise Unsupported(f"{target.name} {target.version} (protocol {version}) has no cluster login: CLUSTER_CONNECT "
+                          f"came with protocol {CLUSTER_LOGIN_VERSION} (HornetQ 2.5.0, Artemis 1.0.0: HORNETQ-1345); "
+                          f"before it the cluster packets are taken on channel 0 from any connection")
+    if attack == "member-vote" and version < VOTE_HANDLER_VERSION:
+        raise Unsupported(f"{target.name} {target.version} (protocol {version}) answers no server-connect vote over "
+                          f"the network: its handler came with Artemis 2.2.0 (ServerConnectVoteHandler, ARTEMIS-1296)")
 
 
 def _topology_news(frames: list[tuple[int, Packet]], after: int) -> list[Packet]:
@@ -338,6 +377,7 @@ def test_server_packets_before_authentication(case: Case, cck_make_target: MakeT
                                               evidence: CaseEvidence) -> None:
     _, packets_of = ATTACKS[case.params["attack"]]
     target: Target = secured(cck_make_target, CLUSTERED)
+    _expressible(case.params["attack"], target)
 
     async def scenario() -> None:
         seen = await _observe(case, target, cck_settings, evidence, packets_of)
@@ -379,9 +419,10 @@ def _vote(attack: Attack) -> QuorumVoteMessage:
 
 HA_ATTACKS: dict[str, tuple[str, Callable[[Attack], list[tuple[Packet, int]]]]] = {
     "backup-registration": (
-        "BACKUP_REGISTRATION on channel 3, without CLUSTER_CONNECT, carrying Artemis's default cluster user and "
-        "password and the rogue broker's connector as the backup's, to a replication primary",
-        lambda a: [(_registration(a, DEFAULT_CLUSTER_USER, DEFAULT_CLUSTER_PASSWORD), CLUSTER_CHANNEL)]),
+        "BACKUP_REGISTRATION on the cluster channel (3; 0 below protocol 125), without CLUSTER_CONNECT, carrying "
+        "Artemis's default cluster user and password and the rogue broker's connector as the backup's, to a "
+        "replication primary",
+        lambda a: [(_registration(a, DEFAULT_CLUSTER_USER, DEFAULT_CLUSTER_PASSWORD), a.cluster_channel)]),
     "default-credentials-registration": (
         "CLUSTER_CONNECT with Artemis's default cluster user and password (not this broker's), then "
         "BACKUP_REGISTRATION carrying them and the rogue broker's connector, to a replication primary",
@@ -449,6 +490,7 @@ def test_ha_packets_before_authentication(case: Case, cck_make_target: MakeTarge
     _, packets_of = HA_ATTACKS[attack_name]
     target = secured(cck_make_target, REPLICATED)
     assert isinstance(target, ManagedTarget), f"a managed target was made, got {target!r}"
+    _expressible(attack_name, target)
 
     async def scenario() -> None:
         seen = await _observe(case, target, cck_settings, evidence, packets_of, wait_for=_acted_on)

@@ -24,7 +24,7 @@ from ._errors import NodeStartError, NodeStopError, TargetError, UnsupportedByTa
 from ._forkserver import ForkServer
 from ._netns import NetnsNetwork, netns_unavailable, plan_netns
 from ._process import LOG_LINES_KEPT, BrokerProcess, ExitedEarly, NotReady, free_ports
-from ._topology import NodeSpec, Topology
+from ._topology import PERMISSIONS, NodeSpec, Topology
 
 __all__ = [
     "ALL_CAPABILITIES",
@@ -321,6 +321,9 @@ class Target(ABC):
     """The system under test: its nodes, what the kit may do to them, and its broker version."""
 
     name: ClassVar[str]
+    #: the security permissions (``PERMISSIONS`` names) the broker has and checks; a case exercising another one
+    #: is UNSUPPORTED (a grant of it configures nothing there).  Every one but on the older servers.
+    permissions: ClassVar[frozenset[str]] = frozenset(PERMISSIONS)
 
     def __init__(
         self, version: str, capabilities: frozenset[str], topology: Topology | None, protocol_version: int | None

@@ -2,13 +2,15 @@
 each node an embedded server started by the kit's launcher (``_legacy_launch``) from a JSON configuration rendered
 from the topology node.
 
-Only what both old servers can be told without XML is rendered: the acceptor, the data directory, persistence,
-security (users whose roles may do everything), the connection-TTL override and check period, the transaction
-timeout, the ID cache, the declared queues, the dead-letter, expiry and redelivery settings, and a cluster (connectors,
-a cluster connection over static connectors or UDP discovery) with HA pairs on a shared store or by replication.  A
-topology asking for more (security rules of its own, scale-down, a lock manager, elements or settings the old servers
-do not have) is UNSUPPORTED, naming what; auto-create and auto-delete settings are left out (neither server creates
-core queues on demand: cases create theirs).
+Only what both old servers can be told without XML is rendered: the acceptor (TLS too), the data directory,
+persistence, security (users, the security settings with the permissions the server has, a guest, certificate users
+on Artemis 1.5.6), the connection-TTL override and check period, the transaction timeout, the ID cache, the declared
+queues, the dead-letter, expiry and redelivery settings, and a cluster (connectors, a cluster connection over static
+connectors or UDP discovery) with HA pairs on a shared store or by replication.  A topology asking for more
+(scale-down, a lock manager, elements or settings the old servers do not have) is UNSUPPORTED, naming what;
+auto-create and auto-delete settings are left out (neither server creates core queues on demand: cases create
+theirs), and so are grants of permissions the server does not have (``LegacyServer.permissions``: it checks none of
+them; the target's ``permissions`` tells the cases).
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ def _refuse(kind: str, what: str) -> UnsupportedByTarget:
                                f"for {LEGACY_SERVERS[kind].coordinates} has no such setting)")
 
 
+def _lacks(kind: str, what: str, why: str) -> UnsupportedByTarget:
+    """What the server itself does not have (not a gap of the launcher)."""
+    return UnsupportedByTarget(kind, CONFIG, ALL_CAPABILITIES - {CONFIG},
+                               f"configure {what}: {LEGACY_SERVERS[kind].coordinates} has none ({why})")
+
+
 def legacy_config(kind: str, topology: Topology, node: str) -> dict[str, Any]:
     """The launcher's JSON configuration for ``node`` of a resolved topology; UnsupportedByTarget for what the old
     server cannot be told."""
@@ -63,12 +71,6 @@ def legacy_config(kind: str, topology: Topology, node: str) -> dict[str, Any]:
     if extra:
         raise _refuse(kind, f"<{next(iter(extra))}>")
     security = topology.security
-    if security.rules is not None:
-        raise _refuse(kind, "security rules of the case's own")
-    if security.guest_role is not None:
-        raise _refuse(kind, "a guest (anonymous) role")
-    if topology.tls is not None:
-        raise _refuse(kind, "a TLS acceptor")
     settings: dict[str, dict[str, Any]] = {}
     for setting in topology.address_settings:
         values: dict[str, Any] = {}
@@ -94,7 +96,45 @@ def legacy_config(kind: str, topology: Topology, node: str) -> dict[str, Any]:
         "persist_delivery_count_before_delivery": persist_count == "true",
         "queues": queues, "address_settings": settings,
     }
-    return config | clustered
+    return config | _security(kind, topology) | clustered
+
+
+def _security(kind: str, topology: Topology) -> dict[str, Any]:
+    """The security settings (match -> role -> the permissions granted that the server has), the guest role, TLS
+    and the certificate users (keys ``security_settings``, ``guest_role``, ``tls``, ``certificate_users``)."""
+    security, tls = topology.security, topology.tls
+    if security.certificate_users and kind == "hornetq":
+        raise _lacks(kind, "certificate login", "SecurityStoreImpl.authenticate takes a user name and password only; "
+                                                "the CertificateLoginModule came with Artemis 1.2.0, ARTEMIS-261")
+    patterns = [u.name for u in security.certificate_users if len(u.dn) > 1 and u.dn[0] == u.dn[-1] == "/"]
+    if patterns:
+        raise _lacks(kind, f"certificate users matched by a regular expression ({', '.join(patterns)})",
+                     "its TextFileCertificateLoginModule matches the subject exactly; /regex/ came with Artemis "
+                     "2.6.0, ARTEMIS-1740")
+    queues = sorted({rule.match for rule in security.effective_rules() if "::" in rule.match})
+    if queues:
+        checked = "the address only" if kind == "hornetq" else "the address, then <address>.<queue>"
+        raise _lacks(kind, f"security settings on a fully qualified queue name ({', '.join(queues)})",
+                     f"ServerSessionImpl.createConsumer checks {checked}; address::queue matches came with Artemis "
+                     f"2.15.0, ARTEMIS-2872")
+    has = LEGACY_SERVERS[kind].permissions
+    settings: dict[str, dict[str, list[str]]] = {}
+    for rule in security.effective_rules():
+        # every role of a rule keeps its place in the match, granted nothing when the server lacks the permission:
+        # the match still decides for its addresses (nothing is inherited from a less specific one)
+        roles = settings.setdefault(rule.match, {})
+        for role in rule.roles:
+            granted = roles.setdefault(role, [])
+            if rule.permission in has and rule.permission not in granted:
+                granted.append(rule.permission)
+    return {
+        "security_settings": settings, "guest_role": security.guest_role,
+        "tls": None if tls is None else {
+            "keystore": str(tls.keystore), "password": tls.password,
+            "truststore": None if tls.client_truststore is None else str(tls.client_truststore)},
+        "certificate_users": [{"name": u.name, "dn": u.dn, "roles": list(u.roles)}
+                              for u in security.certificate_users],
+    }
 
 
 def _cluster(kind: str, topology: Topology, node: str) -> dict[str, Any]:
@@ -212,12 +252,14 @@ class HornetQTarget(LegacyTarget):
     """HornetQ 2.4.7.Final (core protocol 124)."""
 
     name = kind = "hornetq"
+    permissions = LEGACY_SERVERS["hornetq"].permissions
 
 
 class Artemis1Target(LegacyTarget):
     """Apache Artemis 1.5.6 (core protocol 128)."""
 
     name = kind = "artemis1"
+    permissions = LEGACY_SERVERS["artemis1"].permissions
 
 
 LEGACY_TARGETS: dict[str, type[LegacyTarget]] = {t.kind: t for t in (HornetQTarget, Artemis1Target)}

@@ -85,6 +85,9 @@ class LegacyServer:
     protocol_version: int
     #: the client versions it accepts (``compatibleVersionList``)
     compatible_versions: tuple[int, ...]
+    #: the security permissions its Role has (``_topology.PERMISSIONS`` names): what it checks and can be granted;
+    #: the kit's one table of them (the launcher only maps these names to the Role's constructor)
+    permissions: frozenset[str]
     #: what its own clients write before the first frame; the acceptor skips exactly these 7 bytes, any other
     #: first bytes are read as a frame length
     preamble: bytes
@@ -105,6 +108,10 @@ class LegacyServer:
         return self.coordinates.split(":")[1]
 
 
+#: HornetQ 2.4.7's Role: seven permissions; a browser is checked as a consumer (ServerSessionImpl.createConsumer)
+_HORNETQ_PERMISSIONS = frozenset({"send", "consume", "createDurableQueue", "deleteDurableQueue",
+                                  "createNonDurableQueue", "deleteNonDurableQueue", "manage"})
+
 LEGACY_SERVERS: Mapping[str, LegacyServer] = {
     "hornetq": LegacyServer(
         kind="hornetq",
@@ -112,6 +119,7 @@ LEGACY_SERVERS: Mapping[str, LegacyServer] = {
         version="2.4.7.Final",
         protocol_version=124,  # hornetq.version.incrementingVersion=124,123,122
         compatible_versions=(121, 122, 123, 124),
+        permissions=_HORNETQ_PERMISSIONS,
         preamble=b"HORNETQ",
         version_properties="hornetq-version.properties",
         version_key_prefix="hornetq.version.",
@@ -124,6 +132,8 @@ LEGACY_SERVERS: Mapping[str, LegacyServer] = {
         version="1.5.6",
         protocol_version=128,  # activemq.version.incrementingVersion=128,127,...,122
         compatible_versions=(121, 122, 123, 124, 125, 126, 127, 128),
+        # + browse (1.4.0, ARTEMIS-628); createAddress and deleteAddress came with 2.0.0's addresses (ARTEMIS-876)
+        permissions=_HORNETQ_PERMISSIONS | {"browse"},
         preamble=b"ARTEMIS",
         version_properties="activemq-version.properties",
         version_key_prefix="activemq.version.",

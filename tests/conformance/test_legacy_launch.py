@@ -345,6 +345,25 @@ def test_a_misspelt_setting_is_refused(launch: LegacyLaunch, tmp_path: Path) -> 
     assert 'unknown configuration key "persistance"' in "".join(tail)
 
 
+@pytest.mark.parametrize(("security", "refused"), [
+    ({"security_settings": {"#": {ROLE: ["send", "createAddress"]}}}, 'permission "createAddress" is not one this'),
+    ({"tls": {"keystore": "/k.p12", "password": "pw", "trust_store": "/t.p12"}}, 'unknown key "trust_store" in tls'),
+    ({"certificate_users": [{"name": "c", "dn": "CN=c", "roles": []}]}, "certificate_users need tls with a truststore"),
+], ids=["permission", "tls-key", "certificate-users-without-tls"])
+def test_security_settings_are_checked_strictly(launch: LegacyLaunch, tmp_path: Path, security: dict[str, Any],
+                                                refused: str) -> None:
+    """Each server refuses a permission its Role lacks (createAddress: Artemis 2.0.0), a misspelt TLS key and
+    certificate users without client certificates, before it starts."""
+    config = config_for(launch, tmp_path / "data", free_ports(1)[0], security=True) | security
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    tail: collections.deque[str] = collections.deque(maxlen=100)
+    process = BrokerProcess(legacy_argv(launch, path), ready=re.compile(re.escape(READY_PREFIX)),
+                            log_file=tmp_path / "server.log", tail=tail)
+    assert process.wait(STOP_DEADLINE_S) == 1
+    assert refused in "".join(tail)
+
+
 def test_a_failed_download_and_a_missing_mvn_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CCK_CACHE", str(tmp_path))
 

@@ -9,13 +9,21 @@ from pathlib import Path
 
 import pytest
 
+from cck.conformance.suite._security_kit import ManagementNames, management_names
 from cck.conformance.targets import (
+    LEGACY_SERVERS,
+    PERMISSIONS,
     AddressSetting,
+    Artemis1Target,
+    ArtemisTarget,
+    CertificateUser,
     ClusterSpec,
     HASpec,
+    HornetQTarget,
     ManagedTarget,
     Node,
     NodeSpec,
+    ReferenceTarget,
     ScaleDownSpec,
     SecurityRule,
     SecuritySpec,
@@ -68,6 +76,59 @@ def test_numbers_and_flags_of_address_settings_are_typed(tmp_path: Path) -> None
                 "redistribution_delay_ms": 0}}
 
 
+MUTUAL = TlsSpec(Path("/stores/server.p12"), "secret", Path("/stores/clients.p12"))
+RULES = (SecurityRule("#", "send", ("a",)), SecurityRule("#", "browse", ("a", "b")),
+         SecurityRule("x.#", "createAddress", ("a",)), SecurityRule("x.#", "consume", ("b",)))
+
+
+@pytest.mark.parametrize(("kind", "expected"), [
+    # what the server lacks is dropped, the role and the match kept (the match still decides for its addresses)
+    ("hornetq", {"#": {"a": ["send"], "b": []}, "x.#": {"a": [], "b": ["consume"]}}),
+    ("artemis1", {"#": {"a": ["send", "browse"], "b": ["browse"]}, "x.#": {"a": [], "b": ["consume"]}}),
+])
+def test_security_rules_keep_the_permissions_the_server_has(tmp_path: Path, kind: str,
+                                                             expected: dict[str, object]) -> None:
+    security = SecuritySpec(enabled=True, users=(User("u", "p", ("a", "b")),), rules=RULES)
+    assert legacy_config(kind, resolved(Topology.single(security=security), tmp_path), "node0")["security_settings"] \
+        == expected
+
+
+@pytest.mark.parametrize("kind", ["hornetq", "artemis1"])
+def test_without_rules_every_role_may_do_what_the_server_has_on_every_address(tmp_path: Path, kind: str) -> None:
+    security = SecuritySpec(enabled=True, users=(User("u", "p", ("r", "s")),), guest_role="g")
+    config = legacy_config(kind, resolved(Topology.single(security=security), tmp_path), "node0")
+    has = [p for p in PERMISSIONS if p in LEGACY_SERVERS[kind].permissions]
+    assert config["security_settings"] == {"#": {"r": has, "s": has, "g": has}}
+    assert config["guest_role"] == "g"
+    assert (config["tls"], config["certificate_users"]) == (None, [])
+
+
+def test_the_permissions_table_is_the_targets() -> None:
+    hornetq, artemis1 = LEGACY_SERVERS["hornetq"].permissions, LEGACY_SERVERS["artemis1"].permissions
+    assert set(PERMISSIONS) - hornetq == {"browse", "createAddress", "deleteAddress"}
+    assert artemis1 == hornetq | {"browse"}
+    assert (HornetQTarget.permissions, Artemis1Target.permissions) == (hornetq, artemis1)
+    assert ReferenceTarget.permissions == ArtemisTarget.permissions == frozenset(PERMISSIONS)
+
+
+def test_tls_and_certificate_users_are_rendered(tmp_path: Path) -> None:
+    certified = (CertificateUser("c", "CN=cck client, O=Core Conformance Kit", ("r",)),)
+    topology = resolved(Topology(tls=MUTUAL, security=SecuritySpec(enabled=True, certificate_users=certified)),
+                        tmp_path)
+    config = legacy_config("artemis1", topology, "node0")
+    assert config["tls"] == {"keystore": "/stores/server.p12", "password": "secret",
+                             "truststore": "/stores/clients.p12"}
+    assert config["certificate_users"] == [{"name": "c", "dn": "CN=cck client, O=Core Conformance Kit",
+                                            "roles": ["r"]}]
+    server_only = resolved(Topology(tls=TlsSpec(Path("/s.p12"), "pw")), tmp_path)
+    assert legacy_config("hornetq", server_only, "node0")["tls"] == {"keystore": "/s.p12", "password": "pw",
+                                                                    "truststore": None}
+    pattern = dataclasses.replace(topology, security=SecuritySpec(enabled=True, certificate_users=(
+        CertificateUser("c", "/CN=cck .*/"),)))
+    with pytest.raises(UnsupportedByTarget, match="matches the subject exactly"):
+        legacy_config("artemis1", pattern, "node0")
+
+
 def test_a_cluster_and_an_ha_pair_are_rendered(tmp_path: Path) -> None:
     topology = resolved(Topology.ha_pair(HASpec("replication"), ClusterSpec(via=(("node0", "node1", "tcp://127.0.0.1:9"),))),
                         tmp_path)
@@ -105,11 +166,11 @@ def test_artemis_1_scales_down_as_broker_xml_would_say(tmp_path: Path) -> None:
     (lambda t: dataclasses.replace(t, nodes=(NodeSpec(extra=(("journal-type", "NIO"),)),)), "<journal-type>"),
     (lambda t: dataclasses.replace(t, address_settings=(AddressSetting.of("#", auto_delete_queues_delay=5),)),
      "address setting <auto-delete-queues-delay>"),
+    (lambda t: dataclasses.replace(t, tls=MUTUAL, security=SecuritySpec(enabled=True, certificate_users=(
+        CertificateUser("c", "CN=c"),))), "certificate login: org.hornetq:hornetq-server:2.4.7.Final has none"),
     (lambda t: dataclasses.replace(t, security=SecuritySpec(enabled=True, users=(User("a", "b"),), rules=(
-        SecurityRule("#", "send", ("amq",)),))), "security rules of the case's own"),
-    (lambda t: dataclasses.replace(t, security=SecuritySpec(enabled=True, guest_role="guest")), "a guest"),
-    (lambda t: dataclasses.replace(t, tls=TlsSpec(Path("/nowhere/keystore.p12"), "secret")), "a TLS acceptor"),
-], ids=["scale-down", "lock-manager", "off-with-redistribution", "extra", "setting", "rules", "guest", "tls"])
+        SecurityRule("a::q", "consume", ("amq",)),))), "security settings on a fully qualified queue name"),
+], ids=["scale-down", "lock-manager", "off-with-redistribution", "extra", "setting", "certificate-login", "fqqn"])
 def test_what_the_launcher_cannot_be_told_is_unsupported(tmp_path: Path, change: object, named: str) -> None:
     topology = change(Topology.single())  # type: ignore[operator]
     with pytest.raises(UnsupportedByTarget, match=named):
@@ -134,3 +195,13 @@ def test_a_node_starts_is_killed_and_starts_again(tmp_path: Path, kind: str) -> 
 
 def running(node: Node) -> bool:
     return node.is_running
+
+
+def test_management_requests_are_spoken_in_the_servers_names() -> None:
+    """The security group's management request as each protocol reads it: HornetQ's _HQ_ properties below Artemis
+    1.0.0 (126), a queue's resource name core.queue.<name> until Artemis 2.0.0 (129)."""
+    assert management_names(124) == ManagementNames("_HQ_ResourceName", "_HQ_Attribute", "_HQ_OperationSucceeded",
+                                                    "core.queue.")
+    assert management_names(128) == ManagementNames("_AMQ_ResourceName", "_AMQ_Attribute", "_AMQ_OperationSucceeded",
+                                                    "core.queue.")
+    assert management_names(136).queue_prefix == "queue."
