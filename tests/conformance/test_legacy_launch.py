@@ -336,13 +336,18 @@ async def _restored(connection: Connection) -> None:
 
 def test_a_misspelt_setting_is_refused(launch: LegacyLaunch, tmp_path: Path) -> None:
     config = config_for(launch, tmp_path / "data", free_ports(1)[0]) | {"persistance": True}
+    assert 'unknown configuration key "persistance"' in _refused_at_start(launch, config, tmp_path)
+
+
+def _refused_at_start(launch: LegacyLaunch, config: dict[str, Any], tmp_path: Path) -> str:
+    """What the launcher logged on refusing ``config`` (it exits with status 1 before any server starts)."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     tail: collections.deque[str] = collections.deque(maxlen=100)
     process = BrokerProcess(legacy_argv(launch, path), ready=re.compile(re.escape(READY_PREFIX)),
                             log_file=tmp_path / "server.log", tail=tail)
     assert process.wait(STOP_DEADLINE_S) == 1
-    assert 'unknown configuration key "persistance"' in "".join(tail)
+    return "".join(tail)
 
 
 @pytest.mark.parametrize(("security", "refused"), [
@@ -355,13 +360,7 @@ def test_security_settings_are_checked_strictly(launch: LegacyLaunch, tmp_path: 
     """Each server refuses a permission its Role lacks (createAddress: Artemis 2.0.0), a misspelt TLS key and
     certificate users without client certificates, before it starts."""
     config = config_for(launch, tmp_path / "data", free_ports(1)[0], security=True) | security
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    tail: collections.deque[str] = collections.deque(maxlen=100)
-    process = BrokerProcess(legacy_argv(launch, path), ready=re.compile(re.escape(READY_PREFIX)),
-                            log_file=tmp_path / "server.log", tail=tail)
-    assert process.wait(STOP_DEADLINE_S) == 1
-    assert refused in "".join(tail)
+    assert refused in _refused_at_start(launch, config, tmp_path)
 
 
 def test_a_failed_download_and_a_missing_mvn_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
