@@ -31,7 +31,7 @@ from ._explore import (
     write_outcome,
 )
 from ._faults import rule_of
-from ._judge import Anomaly, Judgement, judge
+from ._judge import Anomaly, Judgement, Unanswered, judge
 from ._model import (
     CONNECTION_TTLS_MS,
     QUEUES,
@@ -100,6 +100,7 @@ __all__ = [
     "Judgement",
     "Limits",
     "Outcome",
+    "Unanswered",
     "judge",
     "run_example",
     "run_example_sync",

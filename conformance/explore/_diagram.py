@@ -46,11 +46,13 @@ _ANSWERS = frozenset({"NULL_RESPONSE", "EXCEPTION"})
 _ANSWERED = frozenset({"SESS_COMMIT", "SESS_ROLLBACK", "SESS_CLOSE", "SESS_CONSUMER_CLOSE", "SESS_QUEUEQUERY",
                        "SESS_BINDINGQUERY", "CREATE_QUEUE", "CREATE_QUEUE_V2", "DELETE_QUEUE", "CREATESESSION",
                        "CREATESESSION_V2", "REATTACH_SESSION"})
-_ANOMALY_WORDS = {"lost": "LOST", "duplicated": "DUPLICATED", "unexpected": "UNEXPECTED"}
+_ANOMALY_WORDS = {"lost": "LOST", "duplicated": "DUPLICATED", "unexpected": "UNEXPECTED", "unanswered": "UNANSWERED"}
 _ANOMALY_WHY = {
     "lost": "its send was confirmed, and no one received it, not even the final drain",
     "duplicated": "delivered again after its acknowledgement was confirmed",
     "unexpected": "received, but never sent (or its send definitely failed)",
+    "unanswered": "a call about it (its send or its acknowledgement) was never answered, though no session was "
+                  "recreated",
 }
 
 

@@ -13,22 +13,40 @@ Under faults a conforming broker may legitimately:
 
 Counted: a confirmed send never received when the final drain was complete (lost), a received message that was
 never sent or whose send definitely failed (unexpected), and, when the numbering stayed in step, a message
-delivered again after its acknowledgement was confirmed (duplicated after ack).  What is observed but not counted
-is kept in the notes, with why.
+delivered again after its acknowledgement was confirmed (duplicated after ack) and a call no answer ever reached
+although every failover reattached its sessions (unanswered).  A reattached session leaves a conforming pair no
+way to lose an answer: the broker answered before the cut, or it replays the answer the client has not confirmed,
+or the client replays the request the broker says it has not received.  So a call that times out there is a
+replay one of the two skipped (or an answer the broker never gives), which the history alone cannot show: the
+call's outcome is only "unknown".  Where a session was recreated instead, its calls in flight end unanswered by
+design, so they are not counted.  What is observed but not counted is kept in the notes, with why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from cck.conformance.oracles import HistoryResult, Op, check
 
-__all__ = ["Anomaly", "AnomalyKind", "Judgement", "JudgementKind", "judge"]
+__all__ = ["Anomaly", "AnomalyKind", "Judgement", "JudgementKind", "Unanswered", "judge"]
 
 JudgementKind = Literal["clean", "finding"]
-AnomalyKind = Literal["lost", "duplicated", "unexpected"]
+AnomalyKind = Literal["lost", "duplicated", "unexpected", "unanswered"]
+
+
+@dataclass(frozen=True, slots=True)
+class Unanswered:
+    """A call no answer reached: it timed out, or an asynchronous send's answer had not come when the run
+    settled.  ``request``: ``send``, ``ack``, ``commit``, ``rollback``, ``create-consumer``, ``credits``;
+    ``key``: the message's key for a send or an acknowledgement."""
+
+    request: str
+    key: str | None = None
+
+    def describe(self) -> str:
+        return f"{self.request} {self.key}" if self.key else self.request
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +85,13 @@ class Judgement:
                 f"{r.receipts} receipts{'' if r.final_drain_complete else '; drain incomplete: losses not judged'})")
 
 
-def judge(history: Iterable[Op], *, drain_complete: bool, desynchronised: bool) -> Judgement:
+def judge(history: Iterable[Op], *, drain_complete: bool, desynchronised: bool,
+          unanswered: Sequence[Unanswered] = (), recreated: bool = False) -> Judgement:
     """Judge a history.  ``drain_complete``: every workload session was closed at the broker and each queue was
     drained to its end (else nothing is judged lost).  ``desynchronised``: the schedule dropped frames the
-    confirmation window counts (then duplicates are not judged).  Malformed histories raise ``HistoryError``."""
+    confirmation window counts (then neither duplicates nor unanswered calls are judged).  ``unanswered``: the
+    calls no answer reached; ``recreated``: some failover recreated a session (or gave up) instead of reattaching
+    (then unanswered calls are not judged).  Malformed histories raise ``HistoryError``."""
     result = check(history, final_drain_complete=drain_complete, allow_duplicates=True, max_examples=1000)
     findings: list[str] = []
     notes: list[str] = []
@@ -93,6 +114,16 @@ def judge(history: Iterable[Op], *, drain_complete: bool, desynchronised: bool) 
         else:
             findings.append(f"{len(after_ack)} duplicated after a confirmed acknowledgement: {listed}")
             anomalies.extend(Anomaly("duplicated", key) for key in dict.fromkeys(d.key for d in after_ack))
+    if unanswered:
+        listed = ", ".join(u.describe() for u in unanswered[:10]) + (" ..." if len(unanswered) > 10 else "")
+        if desynchronised or recreated:
+            why = ("a dropped counted frame desynchronised the command numbering" if desynchronised
+                   else "a failover recreated a session, which ends its calls in flight")
+            notes.append(f"{len(unanswered)} call(s) never answered ({listed}); not counted: {why}")
+        else:
+            findings.append(f"{len(unanswered)} call(s) never answered, with the command numbering in step and no "
+                            f"session recreated: {listed}")
+            anomalies.extend(Anomaly("unanswered", key) for key in dict.fromkeys(u.key for u in unanswered) if key)
     if other:
         notes.append(f"{len(other)} delivered again without the redelivered flag ({', '.join(d.key for d in other)}); "
                      "not counted: a clean consumer close may reset the delivery count")

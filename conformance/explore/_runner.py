@@ -24,10 +24,20 @@ from typing import Any, Literal, TypeVar
 from cck.codec import ARTEMIS_2_7_0_VERSION, CURRENT_VERSION, CoreMessage, Packet, RoutingType, TypedProperties
 from cck.conformance.faults import FaultProxy
 from cck.conformance.oracles import History, Op, OpType
-from cck.reference.client import ClientError, ClientSettings, Connection, Consumer, Delivery, Producer, Session, connect
+from cck.reference.client import (
+    CallTimeout,
+    ClientError,
+    ClientSettings,
+    Connection,
+    Consumer,
+    Delivery,
+    Producer,
+    Session,
+    connect,
+)
 
 from ._faults import rule_of
-from ._judge import Judgement, judge
+from ._judge import Judgement, Unanswered, judge
 from ._model import QUEUES, Commit, CreateConsumer, CreateProducer, Example, Operation, Receive, Rollback, Send
 
 __all__ = ["Limits", "Outcome", "OutcomeKind", "run_example", "run_example_sync"]
@@ -37,6 +47,8 @@ T = TypeVar("T")
 
 #: The message property that marks the drain's fence (never a key).
 _FENCE = "cck_explore_fence"
+#: The client's failover events after which a call in flight may end unanswered by design.
+_NOT_REATTACHED = frozenset({"recreated", "gave-up"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,8 +170,18 @@ class _Workload:
         self.tx = tx
         self.history = history
         self.limits = limits
-        self.pending: list[asyncio.Future[Packet]] = []
+        #: Asynchronous sends whose answers are awaited, each with its message's key.
+        self.pending: dict[asyncio.Future[Packet], str] = {}
+        #: The calls no answer reached (the oracle judges them with the failover events).
+        self.unanswered: list[Unanswered] = []
         self._keys = 0
+
+    def no_answer(self, error: BaseException, request: str, key: str | None = None) -> None:
+        """Note ``request`` as unanswered when ``error`` says no answer came in time.  The wait for a reconnection
+        to finish is not a call the broker failed to answer (the call was never sent), so it is left out."""
+        if isinstance(error, TimeoutError) or (isinstance(error, CallTimeout)
+                                               and "reconnection" not in error.request):
+            self.unanswered.append(Unanswered(request, key))
 
     def queue(self, index: int) -> str:
         return queue_name(self.run_id, index)
@@ -177,7 +199,11 @@ class _Workload:
 
     async def consumer(self, side: _Side, queue: int) -> Consumer:
         if queue not in side.consumers:
-            side.consumers[queue] = await side.session.create_consumer(self.queue(queue))
+            try:
+                side.consumers[queue] = await side.session.create_consumer(self.queue(queue))
+            except ClientError as exc:
+                self.no_answer(exc, "create-consumer")
+                raise
         return side.consumers[queue]
 
     async def do(self, op: Operation) -> None:
@@ -206,7 +232,8 @@ class _Workload:
             self.history.invoke_send(side.name, key, producer=name, seq=seq)
             try:
                 future = await producer.send_async(_message(key, seq, op.durable))
-            except ClientError:
+            except ClientError as exc:
+                self.no_answer(exc, "credits", key)
                 if op.tx:
                     side.open_sends.append((key, name, seq, True))
                 else:
@@ -224,18 +251,22 @@ class _Workload:
             if op.blocking:
                 try:
                     await asyncio.wait_for(asyncio.shield(future), self.limits.call_timeout_ms / 1000 * 2)
-                except (ClientError, TimeoutError):
+                except (ClientError, TimeoutError) as exc:
+                    self.no_answer(exc, "send", key)
                     future.add_done_callback(_quiet)
                     self.history.info(side.name, "send", key, producer=name, seq=seq)
                 else:
                     self.history.ok(side.name, "send", key, producer=name, seq=seq)
             else:
                 future.add_done_callback(self._settler(side.name, key, name, seq))
-                self.pending.append(future)
+                self.pending[future] = key
 
     def _settler(self, process: str, key: str, producer: str, seq: int) -> Any:
         def settle(done: asyncio.Future[Packet]) -> None:
-            failed = done.cancelled() or done.exception() is not None
+            error = None if done.cancelled() else done.exception()
+            if error is not None:
+                self.no_answer(error, "send", key)
+            failed = done.cancelled() or error is not None
             (self.history.info if failed else self.history.ok)(process, "send", key, producer=producer, seq=seq)
 
         return settle
@@ -266,7 +297,8 @@ class _Workload:
             self.history.invoke_ack(side.name, key)
             try:
                 await consumer.individual_acknowledge(delivery)
-            except ClientError:
+            except ClientError as exc:
+                self.no_answer(exc, "ack", key)
                 self.history.info(side.name, "ack", key)
             else:
                 self.history.ok(side.name, "ack", key)
@@ -276,7 +308,8 @@ class _Workload:
         sends, side.open_sends = side.open_sends, []
         try:
             await (side.session.commit() if commit else side.session.rollback())
-        except ClientError:
+        except ClientError as exc:
+            self.no_answer(exc, "commit" if commit else "rollback")
             ended: OpType | None = None  # the transaction's outcome is unknown
         else:
             ended = "ok" if commit else "fail"
@@ -385,8 +418,10 @@ def _mark(timeline: list[dict[str, Any]], event: str, text: str, **extra: Any) -
 
 
 async def _run(url: str, example: Example, limits: Limits, protocol_version: int | None, history: History,
-               proxy_box: list[FaultProxy], events: list[tuple[str, str]], timeline: list[dict[str, Any]]) -> bool:
-    """The run proper; whether the drain was complete."""
+               proxy_box: list[FaultProxy], events: list[tuple[str, str]], timeline: list[dict[str, Any]],
+               unanswered: list[Unanswered]) -> bool:
+    """The run proper; whether the drain was complete.  Fills ``events`` with the client's failover events and
+    ``unanswered`` with the workload's calls no answer reached."""
     run_id = uuid.uuid4().hex[:8]
     settings = _settings(example, limits, protocol_version)
     await _setup(url, run_id, settings, limits)
@@ -423,7 +458,9 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
         _mark(timeline, "phase", "waiting for asynchronous answers; then the rules are cleared and the sessions "
                                  "closed")
         if work.pending:
-            await asyncio.wait(work.pending, timeout=limits.settle_s)
+            await asyncio.wait(set(work.pending), timeout=limits.settle_s)
+            work.unanswered.extend(Unanswered("send", key) for future, key in work.pending.items()
+                                   if not future.done())
         proxy.clear()
         work.abandon_transaction()
         for side in (plain, tx):
@@ -434,6 +471,8 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
             except (ClientError, TimeoutError):
                 graceful = False  # the broker may still hold this session's messages
     finally:
+        if work is not None:
+            unanswered.extend(work.unanswered)
         if connection is not None:
             events.extend((e.kind, e.detail) for e in connection.events)
             with contextlib.suppress(ClientError, TimeoutError):
@@ -456,6 +495,7 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
     proxies: list[FaultProxy] = []
     events: list[tuple[str, str]] = []
     timeline: list[dict[str, Any]] = []
+    unanswered: list[Unanswered] = []
 
     def outcome(kind: OutcomeKind, judgement: Judgement | None = None, reason: str = "",
                 escaped: Sequence[str] = ()) -> Outcome:
@@ -486,8 +526,9 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
     loop.set_exception_handler(unhandled)
     try:
         complete = await asyncio.wait_for(_run(url, example, limits, protocol_version, history, proxies, events,
-                                               timeline), limits.example_s)
-        judgement = judge(history, drain_complete=complete, desynchronised=example.schedule.desynchronises)
+                                               timeline, unanswered), limits.example_s)
+        judgement = judge(history, drain_complete=complete, desynchronised=example.schedule.desynchronises,
+                          unanswered=unanswered, recreated=any(kind in _NOT_REATTACHED for kind, _ in events))
     except _Indeterminate as exc:
         return outcome("indeterminate", reason=str(exc), escaped=escaped)
     except TimeoutError:

@@ -15,6 +15,7 @@ from cck.conformance.explore import (
     ClientConfig,
     Commit,
     CutAfterCommands,
+    CutAtFrame,
     Example,
     FaultSchedule,
     Limits,
@@ -108,3 +109,21 @@ def test_an_exception_escaping_to_the_event_loop_is_a_kit_error(monkeypatch: pyt
     outcome = _on_broker(lambda url: run_example(url, TINY))
     assert outcome.kind == "kit-error"
     assert "a callback of the kit failed" in outcome.reason
+
+
+def test_a_broker_that_does_not_replay_its_answer_after_a_reattach_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The proxy cuts the connection as the broker's answer to the first blocking send arrives, so only the
+    # broker's replay on reattach can answer that send; a broker that skips its replay leaves the call unanswered
+    # (its outcome "unknown" in the history, which alone would find nothing).
+    monkeypatch.setattr("cck.reference.broker._outbox.Outbox.replay", lambda self, conn, frames: None)
+    example = Example(Workload(ClientConfig(window=1024, connection_ttl_ms=10_000), (Send(0, 2),)),
+                      FaultSchedule((CutAtFrame(0, "s2c", "NULL_RESPONSE"),)))
+    outcome = _on_broker(lambda url: run_example(url, example, limits=Limits(call_timeout_ms=1_000)))
+    assert outcome.kind == "finding", outcome.describe()
+    assert outcome.judgement is not None
+    assert any(kind == "reattached" for kind, _ in outcome.events)
+    assert outcome.judgement.findings[0].startswith("1 call(s) never answered")
+    assert [a.kind for a in outcome.judgement.anomalies] == ["unanswered"]
+    # the same example against the broker as it is: answered, clean
+    monkeypatch.undo()
+    assert _on_broker(lambda url: run_example(url, example, limits=Limits(call_timeout_ms=1_000))).kind == "clean"

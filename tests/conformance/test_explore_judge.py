@@ -3,7 +3,7 @@ conforming history is clean; what a conforming broker may do under faults is not
 
 from __future__ import annotations
 
-from cck.conformance.explore import Anomaly, judge
+from cck.conformance.explore import Anomaly, Unanswered, judge
 from cck.conformance.oracles import History
 
 
@@ -87,3 +87,29 @@ def test_a_message_never_sent_or_rolled_back_is_unexpected() -> None:
     assert verdict.kind == "finding"
     assert verdict.findings[0].startswith("2 unexpected:")
     assert verdict.anomalies == (Anomaly("unexpected", "k1"), Anomaly("unexpected", "ghost"))
+
+
+def test_a_call_never_answered_while_sessions_reattached_is_a_finding() -> None:
+    history = History()
+    _sent(history, "k1")
+    history.received("drain", "k1", delivery_count=1, redelivered=False)
+    unanswered = (Unanswered("send", "k2"), Unanswered("commit"))
+    verdict = judge(history, drain_complete=True, desynchronised=False, unanswered=unanswered)
+    assert verdict.kind == "finding"
+    assert verdict.findings == ("2 call(s) never answered, with the command numbering in step and no session "
+                                "recreated: send k2, commit",)
+    assert verdict.anomalies == (Anomaly("unanswered", "k2"),)  # the commit has no key to mark
+
+
+def test_calls_in_flight_when_a_session_is_recreated_or_the_numbering_slips_are_only_noted() -> None:
+    history = History()
+    _sent(history, "k1")
+    history.received("drain", "k1", delivery_count=1, redelivered=False)
+    unanswered = (Unanswered("ack", "k1"),)
+    recreated = judge(history, drain_complete=True, desynchronised=False, unanswered=unanswered, recreated=True)
+    assert recreated.kind == "clean"
+    assert recreated.notes == ("1 call(s) never answered (ack k1); not counted: a failover recreated a session, "
+                               "which ends its calls in flight",)
+    slipped = judge(history, drain_complete=True, desynchronised=True, unanswered=unanswered)
+    assert slipped.kind == "clean"
+    assert "desynchronised the command numbering" in slipped.notes[0]
