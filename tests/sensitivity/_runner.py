@@ -6,6 +6,8 @@ turning PASS_LENIENT where the baseline gave PASS is *detected (SHOULD)*: report
 KIT_ERROR and INDETERMINATE under a mutant are *errors* (the kit could not judge), never kills; so are a patch
 that does not apply, a copy that does not import its own code, a run past the mutant's deadline without a FAIL,
 and a baseline that does not conform (the kit's error, not the mutant's).
+
+``_explore_mode`` judges the same mutants, in the same copies, by fault exploration instead of by cases.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "HERE", "MANIFEST", "REPO_ROOT", "Mutant", "Outcome", "RunResult", "Selection", "Verdict",
-    "apply_patch", "baseline_problem", "classify", "copy_tree", "load_mutants", "markdown", "run_all",
-    "run_selection", "tree_files",
+    "HERE", "MANIFEST", "REPO_ROOT", "Mutant", "Outcome", "Ran", "RunResult", "Selection", "Verdict",
+    "apply_patch", "baseline_problem", "child_env", "classify", "copy_tree", "fresh_evidence_dir", "imports_from",
+    "load_mutants", "markdown", "run_all", "run_command", "run_selection", "summary", "tree_files",
 ]
 
 HERE = Path(__file__).resolve().parent
@@ -203,29 +205,49 @@ def _read_verdicts(evidence_dir: Path) -> dict[str, str]:
     return verdicts
 
 
+def fresh_evidence_dir(tree: Path, prefix: str = "run-") -> Path:
+    """A new, empty evidence directory for one run in ``tree``."""
+    # a directory of its own: the baseline copy runs every selection, and a run's evidence is all it holds
+    (tree / ".sensitivity-evidence").mkdir(exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=tree / ".sensitivity-evidence"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Ran:
+    """How a command run in a copy ended: its exit status (``None`` when it was ended at its deadline), its
+    seconds, and whether it ran out of time."""
+
+    exit_status: int | None
+    seconds: float
+    timed_out: bool
+
+
+def run_command(tree: Path, argv: Sequence[str], timeout_s: float, log: Path) -> Ran:
+    """Run ``argv`` in ``tree`` with the copy's own code (:func:`child_env`), its output to ``log``, at most
+    ``timeout_s``; its process group is ended at the deadline."""
+    started = time.monotonic()
+    with log.open("wb") as out:
+        process = subprocess.Popen(argv, cwd=tree, env=child_env(tree), stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            status: int | None = process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _end_group(process)
+            return Ran(None, time.monotonic() - started, timed_out=True)
+    return Ran(status, time.monotonic() - started, timed_out=False)
+
+
 def run_selection(tree: Path, selection: Selection, timeout_s: float) -> RunResult:
     """Run ``cck run`` with ``selection`` in ``tree`` (its own code), at most ``timeout_s``;
     its process group is ended at the deadline."""
     problem = imports_from(tree)
     if problem is not None:
         return RunResult({}, None, 0.0, problem=problem)
-    # a directory of its own: the baseline copy runs every selection, and a run's verdicts are all it holds
-    (tree / ".sensitivity-evidence").mkdir(exist_ok=True)
-    evidence = Path(tempfile.mkdtemp(prefix="run-", dir=tree / ".sensitivity-evidence"))
+    evidence = fresh_evidence_dir(tree)
     argv = [sys.executable, "-m", "cck.conformance", "run", *selection.argv(), "--evidence-dir", str(evidence),
             "--", "-q", "-p", "no:cacheprovider"]
-    started = time.monotonic()
-    with (tree / ".sensitivity-run.log").open("wb") as log:
-        process = subprocess.Popen(argv, cwd=tree, env=child_env(tree), stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
-        timed_out = False
-        try:
-            status: int | None = process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _end_group(process)
-            status = None
-    return RunResult(_read_verdicts(evidence), status, time.monotonic() - started, timed_out=timed_out)
+    ran = run_command(tree, argv, timeout_s, tree / ".sensitivity-run.log")
+    return RunResult(_read_verdicts(evidence), ran.exit_status, ran.seconds, timed_out=ran.timed_out)
 
 
 def _end_group(process: subprocess.Popen[bytes]) -> None:
@@ -336,12 +358,13 @@ def summary(outcomes: Sequence[Outcome]) -> Mapping[str, Any]:
             "seconds": round(sum(o.seconds for o in outcomes), 1)}  # fmt: skip
 
 
-def markdown(outcomes: Sequence[Outcome], baseline_seconds: float) -> str:
-    """The table (mutant, clause, verdict, killing cases, seconds) and the totals."""
+def markdown(outcomes: Sequence[Outcome], baseline_seconds: float, *, column: str = "killing cases") -> str:
+    """The table (mutant, clause, verdict, killing cases or ``column``, seconds) and the totals."""
     s = summary(outcomes)
-    lines = ["| mutant | clause | verdict | killing cases | s |", "|---|---|---|---|---|"]
+    lines = [f"| mutant | clause | verdict | {column} | s |", "|---|---|---|---|---|"]
     for o in outcomes:
         cases = ", ".join(f"`{c}`" for c in o.killing_cases) or (o.detail if o.verdict != Verdict.SURVIVED else "")
+        cases = cases.replace("|", "\\|")  # an exploration example is described as "workload | faults"
         lines.append(f"| `{o.mutant.name}` | `{o.mutant.clause}` | {o.verdict} | {cases} | {o.seconds:.0f} |")
     lines.append("")
     lines.append(f"Killed {s['killed']} of {s['mutants']} ({100 * float(s['kill_rate']):.0f} %); detected only as a "
