@@ -41,9 +41,11 @@ PREFIX = "cck.sec"
 PERMISSIONS = ("send", "consume", "browse", "createAddress", "createDurableQueue", "deleteDurableQueue",
                "createNonDurableQueue", "deleteNonDurableQueue", "manage")
 #: the management message API (Artemis user manual, Management): the address, the request's and answer's properties
-#: (the kit's legacy launcher gives HornetQ and Artemis 1.5.6 this address too; :func:`management_names` for the
-#: older servers' names)
+#: (the kit's legacy launcher gives HornetQ this address too; :func:`management_names` for the older servers' names)
 MANAGEMENT_ADDRESS = "activemq.management"
+#: Artemis 1.x's management address (its default, kept: 1.5.6's scale-down asks the target for queue IDs there, a name
+#: written into ScaleDownHandler.getQueueID, and waits for the answer without a timeout)
+ARTEMIS_1_MANAGEMENT_ADDRESS = "jms.queue.activemq.management"
 RESOURCE_KEY = "_AMQ_ResourceName"
 ATTRIBUTE_KEY = "_AMQ_Attribute"
 SUCCEEDED_KEY = "_AMQ_OperationSucceeded"
@@ -67,8 +69,10 @@ SETUP_CHANNEL = 1
 class ManagementNames:
     """The management request's and answer's property names and a queue's resource name, as a server speaking a
     protocol version reads them: HornetQ's ``_HQ_`` properties below Artemis 1.0.0 (126); a queue's resource name
-    ``core.queue.<name>`` until Artemis 2.0.0's addressing (129), ``queue.<name>`` since."""
+    ``core.queue.<name>`` until Artemis 2.0.0's addressing (129), ``queue.<name>`` since; the management address
+    ``jms.queue.activemq.management`` on Artemis 1.x, else the one the kit's launcher gives HornetQ and 2.x's."""
 
+    address: str
     resource_key: str
     attribute_key: str
     succeeded_key: str
@@ -80,7 +84,9 @@ def management_names(version: int) -> ManagementNames:
         keys = (RESOURCE_KEY, ATTRIBUTE_KEY, SUCCEEDED_KEY)
     else:
         keys = ("_HQ_ResourceName", "_HQ_Attribute", "_HQ_OperationSucceeded")
-    return ManagementNames(*keys, queue_prefix="queue." if version >= ADDRESSING_CHANGE_VERSION else "core.queue.")
+    artemis_1 = ARTEMIS_1_0_0_VERSION <= version < ADDRESSING_CHANGE_VERSION
+    return ManagementNames(ARTEMIS_1_MANAGEMENT_ADDRESS if artemis_1 else MANAGEMENT_ADDRESS, *keys,
+                           queue_prefix="queue." if version >= ADDRESSING_CHANGE_VERSION else "core.queue.")
 
 
 def only(permission: str) -> User:
@@ -104,8 +110,9 @@ RULES = (
     *_block(f"{PREFIX}.authz.#", {p: (f"can-{p}",) for p in PERMISSIONS}),
     # the management address: manage for the role granted it only, every other permission for every case role
     # (so a refused request is refused for want of manage alone)
-    *_block(MANAGEMENT_ADDRESS, {p: (("can-manage",) if p == "manage" else tuple(f"can-{q}" for q in PERMISSIONS))
-                                 for p in ALL_PERMISSIONS}),
+    *(rule for address in (MANAGEMENT_ADDRESS, ARTEMIS_1_MANAGEMENT_ADDRESS)
+      for rule in _block(address, {p: (("can-manage",) if p == "manage" else tuple(f"can-{q}" for q in PERMISSIONS))
+                                   for p in ALL_PERMISSIONS})),
     # where management answers go: the answer is sent as the requesting user, who needs send there
     *_block(f"{ANSWERS}.#", {"send": tuple(f"can-{q}" for q in PERMISSIONS)}),
     # the match cases: send under match.#, not under match.narrow.# (consume only) but again on one exact

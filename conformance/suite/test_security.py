@@ -54,7 +54,6 @@ from ._security_kit import (
     FQQN_SECURED,
     FQQN_USER,
     GUEST_ROLE,
-    MANAGEMENT_ADDRESS,
     MATCHER,
     PERMISSIONS,
     PREFIX,
@@ -417,7 +416,7 @@ async def _manage(user: Session, names: Names, seconds: float) -> None:
         (api.resource_key, PropertyType.STRING, f"{api.queue_prefix}{names.queue}"),
         (api.attribute_key, PropertyType.STRING, "messageCount"),
         (REPLY_TO_KEY, PropertyType.STRING, _reply_queue(names))))
-    await user.create_producer(MANAGEMENT_ADDRESS).send(request)
+    await user.create_producer(api.address).send(request)
 
 
 async def _managed(admin: Session, names: Names, allowed: bool) -> list[str]:
@@ -457,7 +456,7 @@ OPERATIONS: dict[str, Operation] = {
     "deleteDurableQueue": Operation("DELETE_QUEUE of a durable queue", _durable_queue, _delete_queue, _queue_gone),
     "deleteNonDurableQueue": Operation("DELETE_QUEUE of a non-durable queue", _non_durable_queue, _delete_queue,
                                        _queue_gone),
-    "manage": Operation(f"a management request (a durable send to {MANAGEMENT_ADDRESS} reading a queue's "
+    "manage": Operation("a management request (a durable send to the management address reading a queue's "
                         "messageCount, the answer to a reply queue)", _managed_queue, _manage, _managed),
 }
 AUTHORIZATION = tuple(

@@ -199,9 +199,11 @@ def running(node: Node) -> bool:
 
 def test_management_requests_are_spoken_in_the_servers_names() -> None:
     """The security group's management request as each protocol reads it: HornetQ's _HQ_ properties below Artemis
-    1.0.0 (126), a queue's resource name core.queue.<name> until Artemis 2.0.0 (129)."""
-    assert management_names(124) == ManagementNames("_HQ_ResourceName", "_HQ_Attribute", "_HQ_OperationSucceeded",
-                                                    "core.queue.")
-    assert management_names(128) == ManagementNames("_AMQ_ResourceName", "_AMQ_Attribute", "_AMQ_OperationSucceeded",
-                                                    "core.queue.")
+    1.0.0 (126), a queue's resource name core.queue.<name> until Artemis 2.0.0 (129), and Artemis 1.x's own
+    management address (the one its scale-down writes to)."""
+    assert management_names(124) == ManagementNames("activemq.management", "_HQ_ResourceName", "_HQ_Attribute",
+                                                    "_HQ_OperationSucceeded", "core.queue.")
+    assert management_names(128) == ManagementNames("jms.queue.activemq.management", "_AMQ_ResourceName",
+                                                    "_AMQ_Attribute", "_AMQ_OperationSucceeded", "core.queue.")
     assert management_names(136).queue_prefix == "queue."
+    assert management_names(136).address == "activemq.management"
