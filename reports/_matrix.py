@@ -14,8 +14,9 @@ Definitions (one output row per subject, column and case):
 * ``pass`` ... ``fail``: how many of those runs gave each verdict (``kit_error`` counts KIT_ERROR);
   ``other``: verdicts the kit does not define.
 * ``latest_verdict``, ``latest_run_id``, ``latest_reason``, ``latest_kit_error_type``,
-  ``latest_kit_error_where``: from the run that started last (ties: the greater run ID); the kit error's
-  type and place are null unless that verdict is KIT_ERROR.
+  ``latest_kit_error_where``, ``latest_known_deviation``: from the run that started last (ties: the greater run
+  ID); the kit error's type and place are null unless that verdict is KIT_ERROR; the known deviation is the reason
+  (from the deviation file the run read) of the known deviation its verdict matched, else null.
 * ``modal_verdict``: the most common verdict; a tie goes to the worse verdict (:data:`VERDICTS` order, then
   others).
 * ``flake_rate``: the share of runs whose verdict differs from the modal one, in [0, 1).
@@ -67,13 +68,14 @@ def case_verdicts(cases: DataFrame, runs: DataFrame) -> DataFrame:
     Columns: subject (null read as ``broker``), target, target_version, client (the client under test of a
     client case, from the case or else its run; null for a broker case), case_id, clause_id, group, run_id,
     run_started, verdict, reason, kit_error_type, kit_error_where (from the ``kit_error`` JSON of a KIT_ERROR
-    record; null for any other verdict)."""
+    record; null for any other verdict), known_deviation (the reason of the known deviation the verdict matched:
+    the run wrote it from its deviation file)."""
     run_info = runs.select("run_id", "target", "target_version", F.col("client").alias("run_client"),
                            F.col("started").alias("run_started"))
     last_record = Window.partitionBy("run_id", "case_id").orderBy(F.col("finished").desc(), F.col("started").desc())
     return (
         cases.select("run_id", "case_id", "clause_id", "group", "subject", "client", "verdict", "reason", "kit_error",
-                     "started", "finished")
+                     "known_deviation", "started", "finished")
         .withColumn("_n", F.row_number().over(last_record))
         .where(F.col("_n") == 1)
         .join(run_info, "run_id")
@@ -84,6 +86,7 @@ def case_verdicts(cases: DataFrame, runs: DataFrame) -> DataFrame:
             "case_id", "clause_id", "group", "run_id", "run_started", "verdict", "reason",
             _only_for_kit_errors(F.get_json_object("kit_error", "$.type")).alias("kit_error_type"),
             _only_for_kit_errors(F.get_json_object("kit_error", "$.where")).alias("kit_error_where"),
+            "known_deviation",
         )
     )
 
@@ -102,8 +105,8 @@ def conformance_matrix(cases: DataFrame, runs: DataFrame) -> DataFrame:
     )
     counts = [F.sum(F.when(F.col("verdict") == name, 1).otherwise(0)).cast("long").alias(_count_column(name))
               for name in reversed(VERDICTS)]
-    latest = F.max_by(F.struct("verdict", "run_id", "reason", "kit_error_type", "kit_error_where", "clause_id",
-                               "group", "target", "target_version"),
+    latest = F.max_by(F.struct("verdict", "run_id", "reason", "kit_error_type", "kit_error_where", "known_deviation",
+                               "clause_id", "group", "target", "target_version"),
                       F.struct("run_started", "run_id"))
     modal = F.max_by(F.struct("verdict", "_verdict_runs"),
                      F.struct("_verdict_runs", -_severity(F.col("verdict")), F.col("verdict")))
@@ -130,6 +133,7 @@ def conformance_matrix(cases: DataFrame, runs: DataFrame) -> DataFrame:
             F.col("_latest.reason").alias("latest_reason"),
             F.col("_latest.kit_error_type").alias("latest_kit_error_type"),
             F.col("_latest.kit_error_where").alias("latest_kit_error_where"),
+            F.col("_latest.known_deviation").alias("latest_known_deviation"),
             F.col("_modal.verdict").alias("modal_verdict"),
             "runs",
             *[_count_column(name) for name in reversed(VERDICTS)],

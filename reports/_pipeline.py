@@ -1,7 +1,7 @@
 """The report job end to end: extract -> load (Parquet) -> transforms -> load (site).
 
-The transforms are the pure functions of ``_matrix``, ``_timing``, ``_audit`` and ``_coverage``; this
-module only wires them to storage and collects their (small) outputs for the pages.
+The transforms are the pure functions of ``_matrix``, ``_groups``, ``_diff``, ``_trends``, ``_timing``, ``_audit``
+and ``_coverage``; this module only wires them to storage and collects their (small) outputs for the pages.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from ._allure import allure_agreement, allure_status_counts
 from ._allure_html import allure_bin, build_allure_report
 from ._audit import audit_findings, delivery_audit
 from ._coverage import CLAUSE_DIR, CLAUSE_STRUCT, clause_coverage, read_clause_table
+from ._diff import column_diff
 from ._errors import ReportError
+from ._groups import group_summary
 from ._ingest import extract, load, read_tables, write_quarantine
 from ._matrix import case_verdicts, conformance_matrix
 from ._results_doc import latest_results, results_markdown, splice
@@ -30,6 +32,7 @@ from ._schema import load_schema
 from ._site import ALLURE_DIR, AllureSection, CasePage, MatrixColumn, SiteData, TimingPlot, natural_key, render_site
 from ._svg import Attempt
 from ._timing import timing_attempts, timing_outliers, timing_summary
+from ._trends import case_sequences, column_trends
 
 __all__ = ["ALLURE_MODES", "Progress", "QuietProgress", "ReportResult", "build_report", "collect_site_data"]
 
@@ -122,8 +125,17 @@ def collect_site_data(spark: SparkSession, tables: Mapping[str, DataFrame], clau
                       allure_note: str | None = None) -> SiteData:
     """Run every transform on the stored tables and collect what the pages show."""
     with progress.step("conformance matrix"):
-        matrix = _dicts(conformance_matrix(tables["case"], tables["run"]).collect())
+        matrix_frame = conformance_matrix(tables["case"], tables["run"]).cache()
+        matrix = _dicts(matrix_frame.collect())
         matrix.sort(key=lambda m: (natural_key(m["case_id"]), m["subject"], MatrixColumn.of(m).sort_key()))
+    with progress.step("groups, version diff, runs over time"):
+        groups = _dicts(group_summary(matrix_frame).collect())
+        diff = _dicts(column_diff(matrix_frame).collect())
+        matrix_frame.unpersist()
+        verdicts = case_verdicts(tables["case"], tables["run"]).cache()
+        sequences = _dicts(case_sequences(verdicts).collect())
+        trends = _dicts(column_trends(verdicts).collect())
+        verdicts.unpersist()
     with progress.step("timing compliance"):
         attempts = timing_attempts(tables["timing"]).cache()
         summary = sorted(_dicts(timing_summary(attempts).collect()),
@@ -170,7 +182,8 @@ def collect_site_data(spark: SparkSession, tables: Mapping[str, DataFrame], clau
         timing_outliers=outliers, audit=audit, findings=findings, findings_total=findings_total,
         coverage=coverage, quarantine_count=quarantine_count, quarantine_sample=sample, case_pages=pages,
         allure=AllureSection(counts=counts, checked=checked, problems=problems, problems_total=problems_total,
-                             report=allure_report, note=allure_note))
+                             report=allure_report, note=allure_note),
+        groups=groups, diff=diff, sequences=sequences, trends=trends)
 
 
 def _allure_html(dirs: Sequence[Path], out: Path, mode: str, progress: Progress) -> tuple[Path | None, str | None]:

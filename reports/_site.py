@@ -3,7 +3,10 @@
 Every link is relative and nothing is fetched: the pages open from disk (``file://``) as they open from
 any static web server.  Layout of ``OUT/``::
 
-    index.html                     the broker matrix and the client matrix, the runs, the quarantine count
+    index.html                     heat maps of groups x columns, the diff pairs, the trends across runs, then
+                                   the broker matrix and the client matrix, the runs, the quarantine count
+    groups/<subject>/<column>/<group>.html   a heat map cell's cases      (reports._glance)
+    diff/<subject>/<left>_vs_<right>.html    two columns case by case     (reports._glance)
     timing.html audit.html coverage.html
     allure.html                    allure's statuses per run and their cross-check against the verdicts
     allure/index.html              the allure HTML report (one self-contained file), when built
@@ -17,7 +20,7 @@ any static web server.  Layout of ``OUT/``::
 from __future__ import annotations
 
 import json
-import re
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +30,8 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
+from ._columns import MatrixColumn, case_group, case_page_path, cell_key, natural_key
+from ._glance import front_page, heat_class, heat_legend
 from ._svg import Attempt, schedule_plot
 from ._verdicts import SUBJECTS, VERDICTS
 
@@ -43,61 +48,13 @@ ALLURE_DIR = "allure"
 #: Verdict -> CSS class (colours are in the base template).
 VERDICT_CLASS = {"PASS": "pass", "PASS_LENIENT": "lenient", "UNSUPPORTED": "unsupported",
                  "INDETERMINATE": "indeterminate", "KIT_ERROR": "kit-error", "FAIL": "fail"}
+#: Verdict -> the letter a verdict sequence shows it as (the trends' flaky cases; the full name is its tooltip).
+VERDICT_LETTER = {"PASS": "P", "PASS_LENIENT": "L", "UNSUPPORTED": "U", "INDETERMINATE": "I", "KIT_ERROR": "K",
+                  "FAIL": "F"}
 _BROKER, _CLIENT = SUBJECTS
 #: Subject -> the heading of its matrix and what its columns and rows are.
 MATRIX_TITLES = {_BROKER: ("Broker matrix", "targets \N{MULTIPLICATION SIGN} broker cases"),
                  _CLIENT: ("Client matrix", "clients \N{MULTIPLICATION SIGN} client cases")}
-
-
-def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
-    """Sort key that puts ``x.9`` before ``x.10``."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text))
-
-
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._@-]", "_", text)
-
-
-def cell_key(target: str, version: str | None) -> str:
-    """A matrix column's name in paths and labels: ``target@version`` (``@?`` without a version)."""
-    return f"{target}@{version if version is not None else '?'}"
-
-
-@dataclass(frozen=True)
-class MatrixColumn:
-    """A column of a matrix: a target and its version (broker cases), or a client under test (client cases)."""
-
-    subject: str
-    #: The target (broker cases) or the client (``kit``, ``artemis@2.44.0``; ``?`` when the evidence lacks it).
-    name: str
-    #: The target's version (broker cases only).
-    version: str | None = None
-
-    @classmethod
-    def of(cls, row: Mapping[str, Any]) -> MatrixColumn:
-        """The column of a matrix row (or of a ``case_verdicts`` row)."""
-        if row["subject"] == _CLIENT:
-            return cls(_CLIENT, row["client"] or "?")
-        return cls(row["subject"], row["target"], row["target_version"])
-
-    @property
-    def key(self) -> str:
-        """The column's name in paths: ``target@version`` or the client."""
-        return self.name if self.subject == _CLIENT else cell_key(self.name, self.version)
-
-    @property
-    def label(self) -> str:
-        """The column's heading: ``target version`` or the client."""
-        return self.name if self.subject == _CLIENT else f"{self.name} {self.version or ''}".rstrip()
-
-    def sort_key(self) -> tuple[tuple[tuple[int, int | str], ...], ...]:
-        return natural_key(self.name), natural_key(self.version or "")
-
-
-def case_page_path(column: MatrixColumn, case_id: str) -> str:
-    """Where a cell's page is, relative to the site root: below its subject, so that the broker column of the
-    target ``artemis`` 2.44.0 and the client column ``artemis@2.44.0`` never share a page."""
-    return f"cases/{_safe(column.subject)}/{_safe(column.key)}/{_safe(case_id)}.html"
 
 
 @dataclass(frozen=True)
@@ -159,6 +116,11 @@ class SiteData:
     quarantine_sample: Sequence[Mapping[str, Any]] = ()
     case_pages: Sequence[CasePage] = field(default_factory=tuple)
     allure: AllureSection = field(default_factory=AllureSection)
+    #: The front page's jobs (``group_summary``, ``column_diff``, ``case_sequences``, ``column_trends`` rows).
+    groups: Sequence[Mapping[str, Any]] = ()
+    diff: Sequence[Mapping[str, Any]] = ()
+    sequences: Sequence[Mapping[str, Any]] = ()
+    trends: Sequence[Mapping[str, Any]] = ()
 
 
 def _clip(value: Any, limit: int = 400) -> str:
@@ -175,7 +137,12 @@ def _environment() -> Environment:
     env.filters["ms"] = lambda value: "" if value is None else f"{value:.1f}"
     env.filters["clip"] = _clip
     env.filters["tojson_compact"] = lambda value: json.dumps(value, default=str, ensure_ascii=False)
+    # a share shown rounded down: 199 of 200 is 99%, not the 100% of a cell where every case conforms
+    env.filters["share"] = lambda value: "" if value is None else f"{math.floor(100 * value)}%"
+    env.filters["heat_class"] = heat_class
+    env.filters["verdict_letter"] = lambda verdict: VERDICT_LETTER.get(verdict or "", "?")
     env.globals["case_page_path"] = case_page_path
+    env.globals["heat_legend"] = heat_legend()
     env.globals["verdicts"] = VERDICTS
     return env
 
@@ -197,6 +164,14 @@ class MatrixSection:
     @property
     def caption(self) -> str:
         return MATRIX_TITLES.get(self.subject, ("", f"{self.subject} cases"))[1]
+
+    @property
+    def groups(self) -> list[tuple[str, list[Mapping[str, Any]]]]:
+        """The rows by group (each its ``<tbody>``, the heat map's row headings link to it), in row order."""
+        groups: dict[str, list[Mapping[str, Any]]] = {}
+        for row in self.rows:
+            groups.setdefault(case_group(row["case_id"]), []).append(row)
+        return list(groups.items())
 
 
 def verdict_totals(cells: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
@@ -235,9 +210,17 @@ def render_site(data: SiteData, out: Path) -> Path:
     """Write the pages of ``data`` under ``out``; the path of ``index.html``."""
     env = _environment()
     common = {"evidence": data.evidence, "quarantine_count": data.quarantine_count, "allure_report": data.allure.report}
+    glance = front_page(groups=data.groups, diff=data.diff, sequences=data.sequences, runs=data.trends,
+                        matrix=data.matrix)
     _write(out / "index.html", env.get_template("index.html.j2").render(
-        root="", sections=matrix_sections(data.matrix), runs=data.runs, quarantine_sample=data.quarantine_sample,
-        **common))
+        root="", glance=glance, sections=matrix_sections(data.matrix), runs=data.runs,
+        quarantine_sample=data.quarantine_sample, **common))
+    group_template = env.get_template("group.html.j2")
+    for group_page in glance.group_pages:
+        _write(out / group_page.path, group_template.render(root="../../../", page=group_page, **common))
+    diff_template = env.get_template("diff.html.j2")
+    for diff_page in glance.diff_pages:
+        _write(out / diff_page.path, diff_template.render(root="../../", page=diff_page, **common))
     plots = [(plot, Markup(schedule_plot(plot.attempts, title=f"{plot.case_id} {plot.name}")))  # noqa: S704
              for plot in sorted(data.timing_plots, key=lambda p: (p.target, natural_key(p.case_id), p.name))]
     _write(out / "timing.html", env.get_template("timing.html.j2").render(

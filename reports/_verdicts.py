@@ -11,10 +11,16 @@ Severity, worst first, is the order a modal tie is broken in and the order the s
 
 from __future__ import annotations
 
-__all__ = ["SUBJECTS", "VERDICTS"]
+__all__ = ["CONFORMING", "DIFF_STATUSES", "SUBJECTS", "VERDICTS"]
 
 #: The kit's verdicts, worst first.
 VERDICTS = ("FAIL", "KIT_ERROR", "INDETERMINATE", "PASS_LENIENT", "UNSUPPORTED", "PASS")
 
 #: What a case judges: the broker (the target) or a client; a case record without a subject is a broker case.
 SUBJECTS = ("broker", "client")
+
+#: The verdicts that say the subject conforms (the heat map's share and the trends count these).
+CONFORMING = ("PASS", "PASS_LENIENT")
+
+#: A version diff row's status (``reports._diff``), in the order the diff page lists them: what changed first.
+DIFF_STATUSES = ("differs", "only left", "only right", "same")

@@ -15,12 +15,13 @@ from .conftest import Table, ts
 
 MATRIX = ("subject string, target string, target_version string, client string, case_id string, clause_id string, "
           "group string, latest_verdict string, latest_run_id string, latest_reason string, "
-          "latest_kit_error_type string, latest_kit_error_where string, modal_verdict string, runs long, "
+          "latest_kit_error_type string, latest_kit_error_where string, latest_known_deviation string, "
+          "modal_verdict string, runs long, "
           "pass long, unsupported long, pass_lenient long, indeterminate long, kit_error long, fail long, other long, "
           "flake_rate double, first_seen timestamp, last_seen timestamp")
 CASE_VERDICTS = ("subject string, target string, target_version string, client string, case_id string, "
                  "clause_id string, group string, run_id string, run_started timestamp, verdict string, "
-                 "reason string, kit_error_type string, kit_error_where string")
+                 "reason string, kit_error_type string, kit_error_where string, known_deviation string")
 KIT_ERROR = '{"type":"TypeError","where":"conformance/suite/test_x.py:12 in case"}'
 
 
@@ -35,7 +36,7 @@ def _broker(case: str, latest: str, run: str, modal: str, counts: tuple[int, ...
             version: str | None = "1.0") -> tuple[Any, ...]:
     """An expected broker row; ``counts`` is (pass, unsupported, pass_lenient, indeterminate, kit_error, fail,
     other)."""
-    return ("broker", target, version, None, case, f"clause.{case}", "g", latest, run, reason, None, None, modal,
+    return ("broker", target, version, None, case, f"clause.{case}", "g", latest, run, reason, None, None, None, modal,
             sum(counts), *counts, flake, ts(first), ts(last))
 
 
@@ -85,9 +86,9 @@ def test_kit_error_is_counted_apart_and_ranks_between_fail_and_indeterminate(spa
     reason = "kit error in call: TypeError: x"
     expected = spark.createDataFrame([
         ("broker", "reference", "1.0", None, "k1", "clause.k1", "g", "KIT_ERROR", "r2", reason, "TypeError", where,
-         "KIT_ERROR", 2, 0, 0, 0, 1, 1, 0, 0, 0.5, ts(1), ts(2)),
+         None, "KIT_ERROR", 2, 0, 0, 0, 1, 1, 0, 0, 0.5, ts(1), ts(2)),
         ("broker", "reference", "1.0", None, "k2", "clause.k2", "g", "KIT_ERROR", "r4", reason, "TypeError", where,
-         "FAIL", 2, 0, 0, 0, 0, 1, 1, 0, 0.5, ts(3), ts(4)),
+         None, "FAIL", 2, 0, 0, 0, 0, 1, 1, 0, 0.5, ts(3), ts(4)),
         _broker("k3", "PASS", "r4", "PASS", (1, 0, 0, 0, 0, 0, 0), 0.0, 4, 4),
     ], MATRIX)
     assertDataFrameEqual(conformance_matrix(cases, runs), expected)
@@ -116,9 +117,9 @@ def test_client_rows_have_the_client_as_their_column(spark: SparkSession, table:
         _broker("w.1", "PASS", "b2", "PASS", (1, 0, 0, 0, 0, 0, 0), 0.0, 5, 5, target="artemis", version="2.44.0"),
         # the broker of a client row is the one of its latest run
         ("client", "reference", "1.1", "kit", "backoff.1", "clause.backoff.1", "g", "PASS", "k2", None, None, None,
-         "FAIL", 2, 1, 0, 0, 0, 0, 1, 0, 0.5, ts(2), ts(3)),
+         None, "FAIL", 2, 1, 0, 0, 0, 0, 1, 0, 0.5, ts(2), ts(3)),
         ("client", "reference", "1.1", "artemis@2.44.0", "backoff.1", "clause.backoff.1", "g", "UNSUPPORTED", "a1",
-         None, None, None, "UNSUPPORTED", 1, 0, 1, 0, 0, 0, 0, 0, 0.0, ts(4), ts(4)),
+         None, None, None, None, "UNSUPPORTED", 1, 0, 1, 0, 0, 0, 0, 0, 0.0, ts(4), ts(4)),
     ], MATRIX)
     assertDataFrameEqual(conformance_matrix(cases, runs), expected)
 
@@ -128,8 +129,8 @@ def test_a_case_without_a_subject_is_a_broker_case(spark: SparkSession, table: T
     cases = table("case", _case("r1", "c1", "PASS", client="kit"),
                   _case("r1", "c2", "KIT_ERROR", kit_error=KIT_ERROR, reason="kit error"))
     expected = spark.createDataFrame([
-        ("broker", "reference", "1.0", None, "c1", "clause.c1", "g", "r1", ts(1), "PASS", None, None, None),
+        ("broker", "reference", "1.0", None, "c1", "clause.c1", "g", "r1", ts(1), "PASS", None, None, None, None),
         ("broker", "reference", "1.0", None, "c2", "clause.c2", "g", "r1", ts(1), "KIT_ERROR", "kit error",
-         "TypeError", "conformance/suite/test_x.py:12 in case"),
+         "TypeError", "conformance/suite/test_x.py:12 in case", None),
     ], CASE_VERDICTS)
     assertDataFrameEqual(case_verdicts(cases, runs), expected)

@@ -129,8 +129,8 @@ def _cell(subject: str, case_id: str, verdict: str, **fields: Any) -> dict[str, 
     return {"subject": subject, "target": "reference", "target_version": "0.1.0", "client": None,
             "case_id": case_id, "clause_id": f"clause.{case_id}", "group": "g", "latest_verdict": verdict,
             "latest_run_id": "r1", "latest_reason": None, "latest_kit_error_type": None,
-            "latest_kit_error_where": None, "modal_verdict": verdict, "runs": 1, **counts, "other": 0,
-            "flake_rate": 0.0, "first_seen": "t0", "last_seen": "t0", **fields}
+            "latest_kit_error_where": None, "latest_known_deviation": None, "modal_verdict": verdict, "runs": 1,
+            **counts, "other": 0, "flake_rate": 0.0, "first_seen": "t0", "last_seen": "t0", **fields}
 
 
 WHERE = "conformance/suite/test_backoff.py:88 in test_interval"
