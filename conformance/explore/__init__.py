@@ -16,7 +16,7 @@ docs/exploration.md.
 
 from __future__ import annotations
 
-from ._cli import DESCRIPTION, add_arguments, parse_budget, run_explore
+from ._cli import DESCRIPTION, add_arguments, parse_budget, parse_seed, run_explore
 from ._diagram import Diagram, Row, RunRecords, diagram, frame_facts, load_records
 from ._diagram_svg import render_svg
 from ._diagram_text import render_text
@@ -127,6 +127,7 @@ __all__ = [
     "explore",
     "load_example",
     "parse_budget",
+    "parse_seed",
     "replay_command",
     "run_explore",
     "write_evidence",

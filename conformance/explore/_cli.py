@@ -19,7 +19,7 @@ from ._model import Example, ExampleError
 from ._regression import regression_file_name
 from ._runner import Outcome, run_example
 
-__all__ = ["DESCRIPTION", "add_arguments", "parse_budget", "run_explore"]
+__all__ = ["DESCRIPTION", "add_arguments", "parse_budget", "parse_seed", "run_explore"]
 
 DESCRIPTION = """\
 Explore: hypothesis draws a workload (producers and consumers on a few queues, durable or not, blocking or
@@ -59,7 +59,8 @@ def _positive(text: str) -> int:
     return value
 
 
-def _seed(text: str) -> int:
+def parse_seed(text: str) -> int:
+    """A hypothesis seed from the command line: a whole number, 0 or more (argparse's ``type``)."""
     try:
         value = int(text)
     except ValueError:
@@ -79,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "finding may take up to --shrink-budget more")
     parser.add_argument("--shrink-budget", type=parse_budget, default=parse_budget("2m"), metavar="DURATION",
                         help="time for shrinking once a failing example is found (default 2m)")
-    parser.add_argument("--seed", type=_seed, default=0, metavar="S",
+    parser.add_argument("--seed", type=parse_seed, default=0, metavar="S",
                         help="hypothesis's seed: the same seed draws the same examples (default 0)")
     parser.add_argument("--max-examples", type=_positive, default=1000, metavar="N",
                         help="at most N examples (default 1000)")

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cck.conformance.explore import parse_budget
+from cck.conformance.explore import parse_budget, parse_seed
 
 from ._explore_mode import (
     DEADLINE_MARGIN_S,
@@ -37,17 +37,6 @@ from ._runner import REPO_ROOT, Mutant, Outcome, Verdict, load_mutants, markdown
 
 DEFAULT_BUDGET = "90s"
 DEFAULT_SEED = 1
-
-
-def _seed(text: str) -> int:
-    """A seed for hypothesis, as exploration takes it (a whole number, 0 or more)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"--explore: each exploration's budget: 90s, 10m, 2m30s (default {DEFAULT_BUDGET}); "
                              f"its deadline is the budget plus {SHRINK_BUDGET_S:.0f} s of shrinking plus "
                              f"{DEADLINE_MARGIN_S:.0f} s")
-    parser.add_argument("--seed", type=_seed, metavar="S",
+    parser.add_argument("--seed", type=parse_seed, metavar="S",
                         help=f"--explore: hypothesis's seed, the same for every run (default {DEFAULT_SEED})")
     return parser
 
