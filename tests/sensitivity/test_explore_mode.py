@@ -303,13 +303,19 @@ def test_run_explore_reads_what_the_run_left(tmp_path: Path, monkeypatch: pytest
 
 # ------------------------------------------------------------------------------------------------ the whole set
 
-def test_run_all_retries_the_baseline_once_and_keeps_the_evidence(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """The orchestration on a one-file tree, exploration replaced by a script of exit statuses."""
+def _one_file_tree(tmp_path: Path) -> Path:
+    """A git work tree holding one file, ``a.txt`` ("one")."""
     root = tmp_path / "tree"
     root.mkdir()
     (root / "a.txt").write_text("one\n")
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    return root
+
+
+def test_run_all_retries_the_baseline_once_and_keeps_the_evidence(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The orchestration on a one-file tree, exploration replaced by a script of exit statuses."""
+    root = _one_file_tree(tmp_path)
     patch = tmp_path / "m.patch"
     patch.write_text("--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+two\n")
     mutants = [Mutant(name, patch, "area", "breaks", "c", Selection("broker", ("g.*",)), 60.0)
@@ -343,10 +349,7 @@ def test_run_all_retries_the_baseline_once_and_keeps_the_evidence(tmp_path: Path
 
 def test_a_baseline_that_finds_something_twice_runs_no_mutant(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    root = tmp_path / "tree"
-    root.mkdir()
-    (root / "a.txt").write_text("one\n")
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    root = _one_file_tree(tmp_path)
     trees: list[str] = []
 
     def fake_explore(tree: Path, settings: ExploreSettings) -> ExploreRun:
