@@ -31,6 +31,7 @@ from ._explore import (
     write_outcome,
 )
 from ._faults import rule_of
+from ._guidance import Exposure, exposure
 from ._judge import Anomaly, Judgement, Unanswered, judge
 from ._model import (
     CONNECTION_TTLS_MS,
@@ -97,10 +98,12 @@ __all__ = [
     "rule_of",
     # running and judging
     "Anomaly",
+    "Exposure",
     "Judgement",
     "Limits",
     "Outcome",
     "Unanswered",
+    "exposure",
     "judge",
     "run_example",
     "run_example_sync",

@@ -145,6 +145,7 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
                   f"{config.budget_s:g} s, at most {config.max_examples} examples", file=err, flush=True)
             result = explore(run, config, out)
     print(f"{result.runs} run(s): " + ", ".join(f"{n} {kind}" for kind, n in sorted(result.kinds.items())), file=out)
+    print(f"most exposed: {result.most_exposed.describe()}", file=out)
     if result.failing is None:
         print("nothing found" + (f" ({len(result.kit_errors)} kit error(s))" if result.kit_errors else ""), file=out)
     else:

@@ -4,7 +4,9 @@ minimal example is replayed once more to confirm, and the evidence is written.
 The runner is injected (example -> :class:`Outcome`), and so is the clock, so the loop is tested without a
 broker.  hypothesis runs without its database, with its own per-example deadline off, seeded from ``seed``; the
 time budget is the loop's: once it is spent the property stops hypothesis (a budget spent while shrinking ends
-the shrinking, with the smallest failing example found so far).
+the shrinking, with the smallest failing example found so far).  While it generates, each run's exposure (how
+much confirmable work the broker held unconfirmed when a connection broke, :mod:`._guidance`) is a hypothesis
+target, so hypothesis's optimiser spends part of the examples on mutating the most exposed ones.
 """
 
 from __future__ import annotations
@@ -16,16 +18,17 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
 from hypothesis.errors import Flaky
 
 from ._diagram import RunRecords, diagram
 from ._diagram_svg import render_svg
 from ._diagram_text import render_text
+from ._guidance import Exposure, exposure
 from ._model import Example, ExampleError
 from ._regression import regression_case, regression_file_name
 from ._runner import Outcome
@@ -69,6 +72,8 @@ class ExploreResult:
     confirmation: Outcome | None = None
     kit_errors: tuple[Outcome, ...] = ()
     evidence: Path | None = None
+    #: The most exposed run's counts, each the highest seen (what the optimiser reached).
+    most_exposed: Exposure = field(default_factory=Exposure)
 
     @property
     def confirmed(self) -> bool:
@@ -98,6 +103,7 @@ class _State:
     failing: Outcome | None = None
     shrink_started: float = 0.0
     kit_errors: list[Outcome] = field(default_factory=list)
+    most_exposed: Exposure = field(default_factory=Exposure)
     log: list[dict[str, Any]] = field(default_factory=list)
     #: every failing run, from the first finding to the smallest
     failures: list[Outcome] = field(default_factory=list)
@@ -122,9 +128,13 @@ def explore(run: Runner, config: ExploreConfig, out: TextIO, *,
         outcome = run(example)
         state.runs += 1
         state.kinds[outcome.kind] += 1
+        seen = exposure(outcome.wire)
         state.log.append({"run": state.runs, "phase": phase, "at_s": round(elapsed(), 3), "kind": outcome.kind,
                           "elapsed_s": round(outcome.elapsed_s, 3), "example": example.to_dict(),
-                          "summary": outcome.describe()})
+                          "summary": outcome.describe(),
+                          "exposure": {"unconfirmed": seen.unconfirmed, "durable_sends": seen.durable_sends}})
+        if phase == "explore":
+            _aim(state, seen)
         print(_line(state.runs, elapsed(), phase, outcome), file=out, flush=True)
         if outcome.kind == "kit-error":
             state.kit_errors.append(outcome)
@@ -132,7 +142,7 @@ def explore(run: Runner, config: ExploreConfig, out: TextIO, *,
 
     @seed(config.seed)
     @settings(database=None, deadline=None, derandomize=False, max_examples=config.max_examples,
-              phases=(Phase.explicit, Phase.generate, Phase.shrink), verbosity=Verbosity.quiet,
+              phases=(Phase.explicit, Phase.generate, Phase.target, Phase.shrink), verbosity=Verbosity.quiet,
               report_multiple_bugs=False, suppress_health_check=list(HealthCheck), print_blob=False)
     @given(examples(config.max_operations, config.max_faults))
     def prop(example: Example) -> None:
@@ -157,15 +167,29 @@ def explore(run: Runner, config: ExploreConfig, out: TextIO, *,
     with contextlib.suppress(_Found, Flaky, _BudgetSpent):
         prop()
     confirmation: Outcome | None = None
-    evidence = None
     if state.failing is not None:
         state.failing, confirmation = _confirm(state.failures, config.tries, once, out)
-    result = ExploreResult(state.runs, dict(state.kinds), state.failing, confirmation, tuple(state.kit_errors))
+    result = ExploreResult(state.runs, dict(state.kinds), state.failing, confirmation, tuple(state.kit_errors),
+                           most_exposed=state.most_exposed)
     if config.evidence_dir is not None:
-        evidence = write_evidence(config.evidence_dir, config, result, state.log)
-        result = ExploreResult(result.runs, result.kinds, result.failing, result.confirmation, result.kit_errors,
-                               evidence)
+        result = replace(result, evidence=write_evidence(config.evidence_dir, config, result, state.log))
     return result
+
+
+#: the hypothesis target labels of the two exposure counts
+UNCONFIRMED_TARGET = "unconfirmed commands at a break"
+DURABLE_TARGET = "unconfirmed durable sends at a break"
+
+
+def _aim(state: _State, seen: Exposure) -> None:
+    """Report a generated run's exposure to hypothesis (only counts above zero: a run without a break says
+    nothing about where the exposed examples are) and keep the highest of each."""
+    if seen.unconfirmed:
+        target(seen.unconfirmed, label=UNCONFIRMED_TARGET)
+    if seen.durable_sends:
+        target(seen.durable_sends, label=DURABLE_TARGET)
+    best = state.most_exposed
+    state.most_exposed = Exposure(max(best.unconfirmed, seen.unconfirmed), max(best.durable_sends, seen.durable_sends))
 
 
 #: how many of the failing examples, smallest first, a finding that does not fail again may fall back on
@@ -266,7 +290,9 @@ def write_evidence(root: Path, config: ExploreConfig, result: ExploreResult, log
     _jsonl(directory / "examples.jsonl", log)
     summary: dict[str, Any] = {"seed": config.seed, "target": list(config.target_args), "budget_s": config.budget_s,
                                "max_examples": config.max_examples, "runs": result.runs, "kinds": result.kinds,
-                               "found": result.failing is not None, "confirmed": result.confirmed}
+                               "found": result.failing is not None, "confirmed": result.confirmed,
+                               "most_exposed": {"unconfirmed": result.most_exposed.unconfirmed,
+                                                "durable_sends": result.most_exposed.durable_sends}}
     if result.failing is not None:
         example_file = write_outcome(directory / "minimal", result.failing, config, title="minimal run",
                                      regression_case_file=result.confirmed, confirmed=result.confirmed)
