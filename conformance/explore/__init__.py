@@ -27,6 +27,7 @@ from ._explore import (
     load_example,
     records_of,
     replay_command,
+    replay_until_found,
     write_evidence,
     write_outcome,
 )
@@ -132,6 +133,7 @@ __all__ = [
     "parse_budget",
     "parse_seed",
     "replay_command",
+    "replay_until_found",
     "run_explore",
     "write_evidence",
     "write_outcome",

@@ -14,7 +14,7 @@ from typing import TextIO
 
 from cck.conformance.targets import TargetError, Topology, make_target
 
-from ._explore import ExploreConfig, explore, load_example, replay_command, write_outcome
+from ._explore import ExploreConfig, explore, load_example, replay_command, replay_until_found, write_outcome
 from ._model import Example, ExampleError
 from ._regression import regression_file_name
 from ._runner import Outcome, run_example
@@ -85,14 +85,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-examples", type=_positive, default=1000, metavar="N",
                         help="at most N examples (default 1000)")
     parser.add_argument("--tries", type=_positive, default=3, metavar="N",
-                        help="runs of one example while shrinking and confirming before it counts as clean: an "
-                             "intermittent bug fails only some runs of the same example (default 3)")
+                        help="runs of one example while shrinking (and of the --replay example) before it counts "
+                             "as clean: an intermittent bug fails only some runs of the same example (default 3)")
+    parser.add_argument("--confirm-tries", type=_positive, default=20, metavar="N",
+                        help="replays of the minimal example to confirm it, stopping at the first that fails; the "
+                             "replay command written for it uses this many --tries (default 20)")
     parser.add_argument("--evidence-dir", type=Path, metavar="DIR",
                         help="write every example's summary, and a failing example's minimal form, history, wire "
                              "log, findings, replay command, sequence diagram and (once confirmed) pytest case, "
                              "under DIR/explore-<time>-seed<S>/")
     parser.add_argument("--replay", type=Path, metavar="FILE",
-                        help="run the example in FILE (an example.json the exploration wrote) once and judge it")
+                        help="run the example in FILE (an example.json the exploration wrote) and judge it: up to "
+                             "--tries runs, stopping at the first finding")
 
 
 def _target_args(options: argparse.Namespace) -> tuple[str, ...]:
@@ -119,7 +123,8 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
     # every example cuts and resets the client on purpose: its "connection failed" warnings say nothing here
     logging.getLogger("cck.reference.client").setLevel(logging.ERROR)
     config = ExploreConfig(options.budget, options.seed, options.max_examples, options.shrink_budget,
-                           options.evidence_dir, _target_args(options), tries=options.tries)
+                           options.evidence_dir, _target_args(options), tries=options.tries,
+                           confirm_tries=options.confirm_tries)
     with tempfile.TemporaryDirectory(prefix="cck-explore-") as workdir:
         try:
             target = make_target(options.target, version=options.artemis_version, workdir=Path(workdir),
@@ -155,7 +160,7 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
         print(f"evidence: {result.evidence}", file=out)
         if result.failing is not None:
             example_file = result.evidence / "minimal" / "example.json"
-            print("replay: " + replay_command(config.target_args, example_file), file=out)
+            print("replay: " + replay_command(config.target_args, example_file, config.confirm_tries), file=out)
             print(f"diagram: {example_file.parent / 'sequence.svg'}", file=out)
             case_file = example_file.parent / regression_file_name(result.failing.example)
             if case_file.is_file():
@@ -165,8 +170,7 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
 
 def _replay(run: Callable[[Example], Outcome], example: Example, config: ExploreConfig, out: TextIO) -> int:
     print(f"replaying: {example.describe()}", file=out)
-    outcome: Outcome = run(example)
-    print(outcome.describe(), file=out)
+    outcome = replay_until_found(run, example, config.tries, out)
     for note in outcome.judgement.notes if outcome.judgement is not None else ():
         print(f"  note: {note}", file=out)
     if config.evidence_dir is not None:

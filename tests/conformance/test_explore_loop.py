@@ -17,6 +17,7 @@ from cck.conformance.explore import (
     judge,
     load_example,
     regression_file_name,
+    replay_until_found,
     write_outcome,
 )
 from cck.conformance.oracles import History
@@ -85,7 +86,7 @@ def test_a_failing_example_is_shrunk_confirmed_and_written(tmp_path: Path) -> No
     assert [json.loads(line)["f"] for line in (found / "history.jsonl").read_text().splitlines()] == ["send", "send"]
     replay = (found / "replay.txt").read_text().strip()
     assert replay.startswith("cck explore --target reference --replay ")
-    assert replay.endswith("example.json")
+    assert replay.endswith("example.json --tries 20")  # a race may need several runs to fail again
     assert (result.evidence / "examples.jsonl").read_text().count("\n") == result.runs
     # the sequence diagram, the anomaly's key in it
     assert (found / "sequence.svg").read_text().startswith("<svg ")
@@ -185,3 +186,24 @@ def test_one_runs_evidence_has_its_diagram_and_for_a_finding_its_case(tmp_path: 
         "sequence.txt", "timeline.jsonl", "wire.jsonl"]
     assert (tmp_path / "replay" / regression_file_name(example)).is_file()
     assert "cck explore: replay, finding" in (tmp_path / "replay" / "sequence.txt").read_text()
+
+
+def test_a_replay_runs_until_the_first_finding_and_no_further() -> None:
+    runs: list[int] = []
+
+    def fails_on_the_third(example: Example) -> Outcome:
+        runs.append(1)
+        return _bug(example) if len(runs) == 3 else _clean(example)
+
+    example = Example.from_dict({"workload": {"config": {"window": 65536, "connection_ttl_ms": 60000},
+                                              "operations": [{"kind": "send", "queue": 0, "count": 2,
+                                                              "durable": True, "blocking": True, "tx": False}]},
+                                 "schedule": {"faults": [{"kind": "cut-after-commands", "n": 0,
+                                                          "direction": "c2s", "at": 0}]}})
+    out = io.StringIO()
+    assert replay_until_found(fails_on_the_third, example, 5, out).kind == "finding"
+    assert len(runs) == 3
+    assert "run 3 of at most 5: finding" in out.getvalue()
+    runs.clear()
+    assert replay_until_found(fails_on_the_third, example, 2, io.StringIO()).kind == "clean"
+    assert len(runs) == 2
