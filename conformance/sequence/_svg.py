@@ -1,11 +1,11 @@
-"""The sequence diagram (:mod:`._diagram`) as a standalone SVG: the lanes as vertical lines, one row per frame or
+"""The sequence diagram (:mod:`._rows`) as a standalone SVG: the lanes as vertical lines, one row per frame or
 note, the anomaly's key in red, the whole frame as each row's tooltip."""
 
 from __future__ import annotations
 
 from xml.sax.saxutils import escape
 
-from ._diagram import Diagram, Row, ms_label
+from ._rows import Diagram, Row, ms_label
 
 __all__ = ["render_svg"]
 
@@ -143,8 +143,9 @@ def _svg_row(row: Row, y: float) -> list[str]:
 
 def render_svg(d: Diagram) -> str:
     """The diagram as a standalone SVG document (no scripts, no external resources)."""
-    header: list[tuple[str, str, str | None]] = [(f"cck explore: {d.title}, {d.outcome}", "title", None)]
-    header += [(line, "lbl", None) for line in _wrap("example: " + d.example, 190)]
+    header: list[tuple[str, str, str | None]] = [(f"{d.heading}: {d.title}, {d.outcome}", "title", None)]
+    if d.example:
+        header += [(line, "lbl", None) for line in _wrap("example: " + d.example, 190)]
     for line in d.findings:
         header += [(part, "lbl b", _RED) for part in _wrap(("FINDING: " if d.outcome == "finding" else "") + line,
                                                            190)]
