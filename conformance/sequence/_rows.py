@@ -182,14 +182,18 @@ def _key_namer(keys: Iterable[str]) -> tuple[Callable[[str], str], str]:
     return name, f"kN is the message with key {run}-N"
 
 
-def _anomalies(findings: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(kind, key) of the counted findings: the judgement's ``anomalies``."""
+def _anomalies(findings: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(kind, key, why) of the counted findings: the judgement's ``anomalies``; ``why`` is the anomaly's own when
+    it says (a case's checker tells a duplicate after an acknowledgement from one without the redelivered flag),
+    else what the kind means to exploration's oracle."""
     judgement = findings.get("judgement") or {}
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, str, str]] = []
     for anomaly in judgement.get("anomalies") or ():
         if isinstance(anomaly, Mapping) and anomaly.get("kind") in _ANOMALY_WORDS and isinstance(anomaly.get("key"),
                                                                                                    str):
-            out.append((anomaly["kind"], anomaly["key"]))
+            why = anomaly.get("why")
+            why = why if isinstance(why, str) else _ANOMALY_WHY[anomaly["kind"]]
+            out.append((anomaly["kind"], anomaly["key"], why))
     return out
 
 
@@ -499,9 +503,9 @@ def diagram(records: RunRecords, *, max_rows: int = 400, context: int = 3,
     example in words (exploration's knows its model; by default the example's JSON, nothing without one)."""
     anomalies = _anomalies(records.findings)
     keys = [str(op.get("value")) for op in records.history if isinstance(op.get("value"), str)]
-    keys += [key for _, key in anomalies]
+    keys += [key for _, key, _ in anomalies]
     name, key_legend = _key_namer(keys)
-    marked = {key: _ANOMALY_WORDS[kind] for kind, key in reversed(anomalies)}
+    marked = {key: _ANOMALY_WORDS[kind] for kind, key, _ in reversed(anomalies)}
     timed: list[tuple[int, int, int, Row]] = []
     for rank, source in enumerate((_timeline_rows(records.timeline), _attempt_rows(records.attempts),
                                    _frames(records.wire, name, marked),
@@ -511,8 +515,8 @@ def diagram(records: RunRecords, *, max_rows: int = 400, context: int = 3,
     t0 = timed[0][0] if timed else 0
     rows = [replace(row, t_ns=None if row.t_ns is None else row.t_ns - t0) for *_, row in timed]
     rows = _elide(_collapse(_announce_connections(rows)), max_rows, context)
-    rows += [Row("anomaly", f"{name(key)} {_ANOMALY_WORDS[kind]}: {_ANOMALY_WHY[kind]}",
-                 marks=(f"{name(key)} {_ANOMALY_WORDS[kind]}",)) for kind, key in anomalies]
+    rows += [Row("anomaly", f"{name(key)} {_ANOMALY_WORDS[kind]}: {why}",
+                 marks=(f"{name(key)} {_ANOMALY_WORDS[kind]}",)) for kind, key, why in anomalies]
     findings = records.findings
     judgement = findings.get("judgement") or {}
     outcome = str(findings.get("kind", "?"))
