@@ -164,7 +164,8 @@ def test_the_clause_texts_are_the_kits_table() -> None:
     assert clause.implementation
 
 
-def _page(**fields: Any) -> CasePage:
+def case_page(**fields: Any) -> CasePage:
+    """The failing case's page data (``fields`` replace its own); test_browser.py opens it in Chromium."""
     evidence = {"timing": TIMING, "history_result": HISTORY_RESULTS, "attempt": ATTEMPTS, "note": [],
                 "wire": WIRE[:2]}
     values: dict[str, Any] = {
@@ -178,7 +179,7 @@ def _page(**fields: Any) -> CasePage:
 @pytest.fixture(scope="module")
 def page_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("case-page")
-    page = _page()
+    page = case_page()
     render_site(SiteData(evidence="ev", runs=[], matrix=[SUMMARY], case_pages=[page]), out)
     return out / case_page_path(page.column, CASE)
 
@@ -225,7 +226,7 @@ def test_the_case_pages_diagram_has_the_three_lanes_the_cut_and_the_anomaly(page
 
 
 def test_a_case_without_a_wire_log_says_so_and_keeps_its_story(tmp_path: Path) -> None:
-    page = _page(wire_log=[], history=[], evidence={}, clause=None, record=None,
+    page = case_page(wire_log=[], history=[], evidence={}, clause=None, record=None,
                  summary={**SUMMARY, "latest_verdict": "PASS", "latest_reason": None, "latest_known_deviation": None})
     render_site(SiteData(evidence="ev", runs=[], matrix=[page.summary], case_pages=[page]), tmp_path)
     dom = html.fromstring((tmp_path / page.path).read_text(encoding="utf-8"))
