@@ -205,7 +205,9 @@ def case_records(case_id: str, *, wire: Sequence[Mapping[str, Any]], attempts: S
                               "anomalies": anomalies, "notes": []}}
     records = RunRecords(
         example=None, wire=shown, timeline=timeline, findings=findings, title=title, heading=f"case {case_id}",
-        attempts=[a for a in attempts if a.get("label") == window.label and window.covers(a.get("ts_ns"))],
+        # a connection whose frames are drawn is opened where it was, though that is before the window
+        attempts=[a for a in attempts if a.get("label") == window.label
+                  and (window.covers(a.get("ts_ns")) or a.get("conn") in {f.get("conn") for f in shown})],
         history=sorted((h for h in history if window.covers(h.get("time_ns"))),
                        key=lambda h: (h.get("time_ns") or 0, h.get("index") or 0)))
     return records, window

@@ -1,10 +1,12 @@
 """A case page tells its story before its data, rendered without Spark from rows shaped as the pipeline collects
 them: the window of the wire log around the fault, the adapter from a case's rows to the sequence diagram's records
 (a cut, the reconnection, a duplicate the checker found), and the page's sections in order with the diagram's
-lanes and its fault and anomaly marks.  Needs no pyspark: ``reports._story`` and ``reports._site`` import none."""
+lanes and its fault and anomaly marks; and a real case's wire log from the committed evidence.  Needs no pyspark:
+``reports._story`` and ``reports._site`` import none."""
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -145,6 +147,13 @@ def test_frames_outside_the_window_are_named_and_notes_outside_it_left_out() -> 
     assert (window.start, window.end) == (30, 100)  # 20 before, up to 60 after: the log ends first
     assert [h["index"] for h in records.history] == [1, 2]
     assert [t["text"] for t in records.timeline] == ["... 30 earlier frames not drawn (the whole log: x.wire.jsonl)"]
+    assert [row.text for row in diagram(records).rows[:3]] == [
+        "... 30 earlier frames not drawn (the whole log: x.wire.jsonl)", "TCP connection 1 opened", "PING x20"]
+    opened = {"label": None, "ts_ns": 0, "conn": 1, "outcome": "forwarded", "peer": "p", "detail": None}
+    drawn = case_records(CASE, wire=wire, attempts=[opened], wire_file="x.wire.jsonl")
+    assert drawn is not None
+    assert [row.text for row in diagram(drawn[0]).rows[:2]] == [  # where connection 1 was opened, before the window
+        "TCP connection 1 opened", "... 30 earlier frames not drawn (the whole log: x.wire.jsonl)"]
     assert case_records(CASE, wire=[]) is None
 
 
@@ -236,3 +245,28 @@ def test_a_case_without_a_wire_log_says_so_and_keeps_its_story(tmp_path: Path) -
     assert "not in the clause table" in _text(dom.get_element_by_id("clause"))
     assert not dom.xpath('//section[@id="history-findings"]')
     assert not dom.xpath("//svg")
+
+
+def test_a_real_cases_wire_log_from_the_committed_evidence_draws_around_its_drops() -> None:
+    """reattach.loss.5 of a committed reference run (tests/reports/data/evidence): the proxy drops the broker's
+    answer to the fourth send and its credits, the client reconnects and reattaches, the answer is replayed."""
+    run = Path(__file__).resolve().parent / "data/evidence/20261122T011546Z-reference-edea57"
+
+    def rows(name: str) -> list[dict[str, Any]]:
+        lines = (run / name).read_text(encoding="utf-8").splitlines()
+        return [row for row in map(json.loads, lines) if row["case_id"] == "reattach.loss.5"]
+
+    drawn = case_records("reattach.loss.5", wire=rows("wire.jsonl"), attempts=rows("attempts.jsonl"),
+                         history=rows("history.jsonl"), history_results=rows("history_results.jsonl"),
+                         verdict="PASS")
+    assert drawn is not None
+    records, window = drawn
+    assert (window.anchor, window.anchor_index, window.start, window.end, window.total) == ("dropped", 25, 5, 38, 38)
+    rows_drawn = diagram(records).rows
+    dropped = [row.text for row in rows_drawn if row.action == "dropped"]
+    assert dropped == ["SESS_PRODUCER_CREDITS ch10", "NULL_RESPONSE ch10 corr=4 (answers send k3)"]
+    texts = [row.text for row in rows_drawn]
+    assert texts.index("NULL_RESPONSE ch10 corr=4 (answers send k3)") \
+        < texts.index("TCP connection 2 opened: the client reconnected") \
+        < texts.index("REATTACH_SESSION ch1 last_confirmed=7") < texts.index("producer-1 send k3 confirmed")
+    assert not any(row.marks for row in rows_drawn)  # the checker passed the history: no anomaly
