@@ -42,8 +42,8 @@ FRAMES_AFTER = 60
 DIAGRAM_ROWS = 200
 #: Anomalies marked in a diagram at most (each also adds a closing row).
 ANOMALIES_SHOWN = 10
-#: The history checker's result fields that are anomalies, and the diagram's name for each.
-_ANOMALY_KINDS = {"lost": "lost", "duplicated": "duplicated", "unexpected": "unexpected"}
+#: The history checker's result fields that are anomalies, named as the diagram names them.
+_ANOMALY_KINDS = ("lost", "duplicated", "unexpected")
 #: The history checker's reasons for a finding, in words (the diagram's closing row); others: the kind's meaning.
 _ANOMALY_WHY = {
     "after_ack": "delivered again after its acknowledgement was confirmed",
@@ -59,7 +59,7 @@ DIAGRAM_ID = "sequence-diagram"
 #: Why a verdict, in words, when the case record gives no more (known deviation and kit error are said apart).
 VERDICT_WHY = {
     "PASS": "the subject did what the clause says",
-    "PASS_LENIENT": "the subject missed a SHOULD of the clause (a MUST was met)",
+    "PASS_LENIENT": "the subject missed a SHOULD, a recommendation of the clause, not a requirement",
     "UNSUPPORTED": "the case cannot run against this subject",
     "INDETERMINATE": "the kit could not tell",
     "KIT_ERROR": "the kit itself erred: the case says nothing about the subject",
@@ -163,8 +163,8 @@ def _anomalies(history_results: Sequence[Mapping[str, Any]]) -> list[dict[str, s
         if row.get("ok") is not False:
             continue
         result = _result(row)
-        for field, kind in _ANOMALY_KINDS.items():
-            found = result.get(field)
+        for kind in _ANOMALY_KINDS:
+            found = result.get(kind)
             for example in (found.get("examples") or ()) if isinstance(found, Mapping) else ():
                 if isinstance(example, Mapping) and isinstance(example.get("key"), str):
                     why = _ANOMALY_WHY.get(str(example.get("reason")))
