@@ -1,8 +1,8 @@
 """Clause coverage: which clauses of the clause table the evidence's cases check.
 
 The clause table is ``conformance/clauses/*.toml`` (one ``[[clause]]`` array per group file), read with the
-kit's own loader, :mod:`conformance.clauses` (standard library only; with the evidence schema, the only parts
-of ``conformance`` that ``reports`` imports).  Coverage is of the *evidence read*: a
+kit's own loader, :mod:`conformance.clauses` (standard library only; with the evidence schema and the sequence
+diagram, the only parts of ``conformance`` that ``reports`` imports).  Coverage is of the *evidence read*: a
 clause "has no case" when no case record in any run cites it, so a report over a partial run (``--case``)
 shows the clauses that run left out.
 

@@ -15,7 +15,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Protocol
 
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
 from ._allure import allure_agreement, allure_status_counts
@@ -30,14 +30,17 @@ from ._matrix import case_verdicts, conformance_matrix
 from ._results_doc import latest_results, results_markdown, splice
 from ._schema import load_schema
 from ._site import ALLURE_DIR, AllureSection, CasePage, MatrixColumn, SiteData, TimingPlot, natural_key, render_site
+from ._story import clause_texts, diagram_window
 from ._svg import Attempt
 from ._timing import timing_attempts, timing_outliers, timing_summary
 from ._trends import case_sequences, column_trends
 
 __all__ = ["ALLURE_MODES", "Progress", "QuietProgress", "ReportResult", "build_report", "collect_site_data"]
 
-#: Evidence kinds shown on a case page, in this order (history rows stay in Parquet: they can be many).
+#: Evidence kinds shown on a case page, in this order (history rows are not listed: they can be many; those in
+#: the span of the case's sequence diagram are read for it, at most HISTORY_DRAWN per case).
 CASE_PAGE_KINDS = ("timing", "history_result", "attempt", "note", "wire")
+HISTORY_DRAWN = 2000
 #: Columns every row has that a case page need not repeat.
 _PAGE_HIDDEN = {"kind", "schema_version", "run_id", "case_id", "target"}
 FINDINGS_SHOWN = 500
@@ -88,8 +91,35 @@ def _page_row(row: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k not in _PAGE_HIDDEN}
 
 
+def _windowed_history(history: DataFrame, spark: SparkSession,
+                      evidence: Mapping[tuple[str, str], Mapping[str, Sequence[Mapping[str, Any]]]]
+                      ) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Per (run, case) with wire rows: its history rows in the time span its sequence diagram draws (the first
+    ``HISTORY_DRAWN``), read by a range join against the small table of spans instead of collecting histories
+    whole (a case's history can hold millions of operations; its diagram shows a few dozen frames)."""
+    spans = []
+    for (run_id, case_id), rows in evidence.items():
+        window = diagram_window(rows.get("wire", ()), rows.get("history_result", ()))
+        if window is not None:
+            spans.append((run_id, case_id, window.from_ns, window.to_ns))
+    if not spans:
+        return {}
+    frame = spark.createDataFrame(spans, "run_id string, case_id string, from_ns long, to_ns long")
+    inside = history.join(F.broadcast(frame), ["run_id", "case_id"]).where(
+        (F.col("from_ns").isNull() | (F.col("time_ns") >= F.col("from_ns")))
+        & (F.col("to_ns").isNull() | (F.col("time_ns") <= F.col("to_ns"))))
+    first = Window.partitionBy("run_id", "case_id").orderBy("time_ns", "label", "index")
+    capped = inside.withColumn("_n", F.row_number().over(first)).where(F.col("_n") <= HISTORY_DRAWN)
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in capped.drop("_n", "from_ns", "to_ns").orderBy("run_id", "case_id", "time_ns", "index") \
+            .toLocalIterator():
+        record = row.asDict(recursive=True)
+        out.setdefault((record["run_id"], record["case_id"]), []).append(record)
+    return out
+
+
 def _case_pages(matrix: Sequence[Mapping[str, Any]], tables: Mapping[str, DataFrame],
-                runs: DataFrame, spark: SparkSession, wire_shown: int) -> list[CasePage]:
+                runs: DataFrame, spark: SparkSession, wire_shown: int, clauses: Traversable) -> list[CasePage]:
     latest = spark.createDataFrame(
         [(m["latest_run_id"], m["case_id"]) for m in matrix], "run_id string, case_id string")
     evidence: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
@@ -99,6 +129,8 @@ def _case_pages(matrix: Sequence[Mapping[str, Any]], tables: Mapping[str, DataFr
         for row in table.orderBy("run_id", "case_id", *order).toLocalIterator():
             record = row.asDict(recursive=True)
             evidence.setdefault((record["run_id"], record["case_id"]), {}).setdefault(kind, []).append(record)
+    history = _windowed_history(tables["history"], spark, evidence)
+    texts = clause_texts(clauses)
     verdicts: dict[tuple[MatrixColumn, str], list[dict[str, Any]]] = {}
     per_run = case_verdicts(tables["case"], runs).orderBy(F.col("run_started").desc(), F.col("run_id").desc())
     for row in per_run.toLocalIterator():
@@ -115,7 +147,8 @@ def _case_pages(matrix: Sequence[Mapping[str, Any]], tables: Mapping[str, DataFr
             record=records[-1] if records else None,
             evidence={kind: [_page_row(r) for r in rows.get(kind, [])][: wire_shown if kind == "wire" else None]
                       for kind in CASE_PAGE_KINDS},
-            wire_log=wire, wire_shown=wire_shown))
+            wire_log=wire, wire_shown=wire_shown, clause=texts.get(cell["clause_id"] or ""),
+            history=history.get((cell["latest_run_id"], cell["case_id"]), [])))
     return pages
 
 
@@ -169,7 +202,7 @@ def collect_site_data(spark: SparkSession, tables: Mapping[str, DataFrame], clau
         problems = _dicts(problems_df.orderBy("run_id", "case_id").limit(ALLURE_PROBLEMS_SHOWN).collect())
         agreement.unpersist()
     with progress.step("case pages"):
-        pages = _case_pages(matrix, tables, tables["run"], spark, wire_shown)
+        pages = _case_pages(matrix, tables, tables["run"], spark, wire_shown, clauses)
     runs = sorted(_dicts(tables["run"].collect()), key=lambda r: (r["started"], r["run_id"]))
     sample = []
     if quarantine.is_file():

@@ -13,6 +13,9 @@ any static web server.  Layout of ``OUT/``::
     cases/broker/<target>@<version>/<case>.html  one page per broker matrix cell (latest run's evidence)
     cases/client/<client>/<case>.html            one page per client matrix cell
     cases/.../<case>.wire.jsonl                  that case's whole wire log
+                                   (a case page tells its story first, reports._story: the clause, the verdict
+                                   and why, the wire log around the fault as a sequence diagram, the history
+                                   findings, the timing plots; then the raw rows)
     quarantine.jsonl               refused evidence rows (file, line, reason)
     data/<kind>/run_id=.../target=.../*.parquet
 """
@@ -32,6 +35,7 @@ from markupsafe import Markup
 
 from ._columns import MatrixColumn, case_group, case_page_path, cell_key, natural_key
 from ._glance import front_page, heat_class, heat_legend
+from ._story import ClauseText, case_story
 from ._svg import Attempt, schedule_plot
 from ._verdicts import SUBJECTS, VERDICTS
 
@@ -70,6 +74,10 @@ class CasePage:
     evidence: Mapping[str, Sequence[Mapping[str, Any]]]
     wire_log: Sequence[Mapping[str, Any]] = ()
     wire_shown: int = 200
+    #: The clause the case cites, from the clause table (None: not in the table).
+    clause: ClauseText | None = None
+    #: The latest run's history rows of the case in its diagram's window (drawn, not listed).
+    history: Sequence[Mapping[str, Any]] = ()
 
     @property
     def path(self) -> str:
@@ -240,5 +248,13 @@ def render_site(data: SiteData, out: Path) -> Path:
             wire_file = wire_path.name
             _write(wire_path, "".join(json.dumps(row, default=str, ensure_ascii=False) + "\n"
                                       for row in page.wire_log))
-        _write(target, case_template.render(root="../../../", page=page, wire_file=wire_file, **common))
+        story = case_story(page.case_id, summary=page.summary, record=page.record, clause=page.clause,
+                           wire=page.wire_log, attempts=page.evidence.get("attempt", ()), history=page.history,
+                           history_results=page.evidence.get("history_result", ()),
+                           timing=page.evidence.get("timing", ()), wire_file=wire_file,
+                           title=f"{page.column.label}, run {page.summary.get('latest_run_id')}")
+        figures = {"diagram": Markup(story.diagram_svg or ""),  # noqa: S704 (SVG the renderer escaped)
+                   "timing": [Markup(figure.svg) for figure in story.timing]}  # noqa: S704
+        _write(target, case_template.render(root="../../../", page=page, wire_file=wire_file, story=story,
+                                            figures=figures, **common))
     return out / "index.html"

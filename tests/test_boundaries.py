@@ -3,7 +3,7 @@
 * Nothing imports a private module (a ``_name`` segment) of another package: ``reference.cluster`` may import
   ``reference._clock`` (private to ``reference``, which it is inside) but not ``reference.broker._cluster``
   (private to ``reference.broker``); ``conformance`` imports ``reference.discovery``, not its ``_multicast``.
-* ``reports`` imports of ``conformance`` exactly the evidence schema and the clause table
+* ``reports`` imports of ``conformance`` exactly the evidence schema, the clause table and the sequence diagram
   (:data:`REPORTS_MAY_IMPORT`), and those import nothing but the standard library and themselves.
 * ``reference.client`` and ``reference.cluster`` do not import each other (discovery, which both use, is
   ``reference.discovery``), and ``reference.discovery`` imports neither; no cycle among ``reference``'s parts.
@@ -36,10 +36,11 @@ NAMESPACE = "cck"
 CODE = (*PACKAGES, "tests", "benchmarks", NAMESPACE)
 
 #: What ``reports`` may import of ``conformance``: standard-library-only modules holding the data contract
-#: between the kit and its report pipeline (design.md §2: "the evidence schema only").
-REPORTS_MAY_IMPORT = ("cck.conformance.evidence.schema", "cck.conformance.clauses")
+#: between the kit and its report pipeline (design.md §2: "the evidence schema only"), and the sequence diagram
+#: drawn from that evidence (a case page draws its wire log with exploration's renderer, not a copy of it).
+REPORTS_MAY_IMPORT = ("cck.conformance.evidence.schema", "cck.conformance.clauses", "cck.conformance.sequence")
 #: The subpackages those live in: standard library only, importing nothing else of the kit.
-STDLIB_ONLY = ("cck.conformance.evidence", "cck.conformance.clauses")
+STDLIB_ONLY = ("cck.conformance.evidence", "cck.conformance.clauses", "cck.conformance.sequence")
 
 #: Imports of another package's private module that are known and being removed, each with why it is
 #: still here.  Empty is the goal; an entry that no longer occurs fails the test, so it cannot go stale.
@@ -171,7 +172,7 @@ def test_no_import_of_another_packages_private_module() -> None:
     assert not stale, f"KNOWN lists imports that no longer occur (remove them): {stale}"
 
 
-def test_reports_imports_only_the_evidence_schema_and_the_clause_table_of_conformance() -> None:
+def test_reports_imports_only_the_evidence_schema_the_clause_table_and_the_diagram_of_conformance() -> None:
     def allowed(i: Import) -> bool:
         # ``from conformance.evidence import schema`` names the package, for its module ``schema`` only
         return i.target in REPORTS_MAY_IMPORT or (i.target == "cck.conformance.evidence" and i.names == ("schema",))

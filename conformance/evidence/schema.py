@@ -1,8 +1,9 @@
 """The evidence schema: the records a conformance run writes, as field tables, and a validator.
 
 STANDARD LIBRARY ONLY, and no imports from ``conformance``: ``reports/`` imports this module (with
-:mod:`conformance.clauses`, the only parts of ``conformance`` it may import; ``tests/test_boundaries.py``
-holds it to that), so the report pipeline reads the schema the kit writes without importing the kit.
+:mod:`conformance.clauses` and :mod:`conformance.sequence`, the only parts of ``conformance`` it may import;
+``tests/test_boundaries.py`` holds it to that), so the report pipeline reads the schema the kit writes without
+importing the kit.
 
 Layout of one run (``<evidence-dir>/<run-id>/``)::
 

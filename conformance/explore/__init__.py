@@ -16,10 +16,9 @@ docs/exploration.md.
 
 from __future__ import annotations
 
+from ..sequence import Diagram, Row, RunRecords, frame_facts, load_records, render_svg, render_text
 from ._cli import DESCRIPTION, add_arguments, parse_budget, parse_seed, run_explore
-from ._diagram import Diagram, Row, RunRecords, diagram, frame_facts, load_records
-from ._diagram_svg import render_svg
-from ._diagram_text import render_text
+from ._diagram import diagram
 from ._explore import (
     ExploreConfig,
     ExploreResult,

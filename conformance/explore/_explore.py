@@ -25,9 +25,8 @@ from typing import Any, TextIO
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
 from hypothesis.errors import Flaky
 
-from ._diagram import RunRecords, diagram
-from ._diagram_svg import render_svg
-from ._diagram_text import render_text
+from ..sequence import RunRecords, render_svg, render_text
+from ._diagram import diagram
 from ._guidance import Exposure, exposure
 from ._model import Example, ExampleError
 from ._regression import regression_case, regression_file_name

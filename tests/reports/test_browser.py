@@ -2,10 +2,10 @@
 HTML report -> Debian's Chromium, headless, from ``file://`` as a user opens them.
 
 The tests assert on the DOM Chromium built (``--dump-dom``, after scripts ran) and keep screenshots of the
-front page and of a diff page as artifacts in ``$CCK_ARTIFACT_DIR`` (tox: ``.tox/artifacts/reports``), else in
-pytest's tmp dir; the screenshots are also checked to show the verdict colours.  Chromium or Node.js missing skips them
-with the reason, unless ``CCK_REQUIRE_BROWSER=1`` (set in the ``reports`` tox env, which CI runs after
-``make setup`` installed both), where that is a failure.
+front page, a diff page and a failing case page as artifacts in ``$CCK_ARTIFACT_DIR`` (tox:
+``.tox/artifacts/reports``), else in pytest's tmp dir; the screenshots are also checked to show the verdict
+colours.  Chromium or Node.js missing skips them with the reason, unless ``CCK_REQUIRE_BROWSER=1`` (set in the
+``reports`` tox env, which CI runs after ``make setup`` installed both), where that is a failure.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from PIL import Image
 from cck.reports._site import SiteData, render_site
 
 from .conftest import EVIDENCE, SiteBuild
+from .test_case_page import case_page
 from .test_glance_site import DIFF, GROUPS, KNOWN, MATRIX
 
 #: Seconds one Chromium page load may take (about 2 s here).
@@ -207,3 +208,34 @@ def test_chromium_opens_a_diff_page_from_the_front_page(two_columns: Path, artif
     # the two differing rows' FAIL cells are red beside their PASS cells' green
     assert pixels.get(FAIL_RGB, 0) > 0, f"no FAIL cell in the screenshot {shot}"
     assert pixels.get(PASS_RGB, 0) > pixels[FAIL_RGB], f"no PASS cells in the screenshot {shot}"
+
+
+@pytest.fixture(scope="module")
+def failing_case(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A failing case's page, rendered (no Spark) from test_case_page.py's rows: a cut of the broker's answer, the
+    reconnection and reattach, the replayed send stored twice (a known deviation)."""
+    out = tmp_path_factory.mktemp("failing-case")
+    page = case_page()
+    render_site(SiteData(evidence="ev", runs=[], matrix=[page.summary], case_pages=[page]), out)
+    return out / page.path
+
+
+def test_chromium_shows_a_failing_case_page_story_first_with_the_diagrams_three_lanes(failing_case: Path,
+                                                                                    artifacts: Path) -> None:
+    dom = html.fromstring(_browse(failing_case))
+    sections = [s.get("id") for s in dom.xpath("//body/section|//body/section/section")]
+    assert sections.index("clause") < sections.index("verdict") < sections.index("sequence") < sections.index("raw")
+    assert _seen(dom.get_element_by_id("case-verdict")) == "FAIL"
+    assert _seen(dom.get_element_by_id("case-why")).startswith("a known deviation of this broker: ")
+    [svg] = dom.xpath('//section[@id="sequence"]//svg[@id="sequence-diagram"]')
+    texts = [_seen(text) for text in svg.xpath(".//text")]
+    assert {"client (the kit's)", "fault proxy", "broker"} <= set(texts)  # the three lanes
+    assert any(text.startswith("CUT: the proxy resets connection 1") for text in texts)  # the fault at the proxy
+    assert "!! k1 DUPLICATED" in texts  # the anomaly's marker beside its frames
+
+    shot = artifacts / "report-case.png"
+    _browse(failing_case, screenshot=shot)
+    with Image.open(shot) as image:
+        pixels = {colour: count for count, colour in
+                  image.convert("RGB").getcolors(maxcolors=WINDOW[0] * WINDOW[1]) or ()}
+    assert pixels.get(FAIL_RGB, 0) > 0, f"no FAIL verdict in the screenshot {shot}"

@@ -1,5 +1,5 @@
-"""What importing ``reports`` loads of the kit: the evidence schema and the clause table, nothing else of
-``conformance`` (design.md §2; ``tests/test_boundaries.py`` checks the same from the source)."""
+"""What importing ``reports`` loads of the kit: the evidence schema, the clause table and the sequence diagram,
+nothing else of ``conformance`` (design.md §2; ``tests/test_boundaries.py`` checks the same from the source)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ pytest.importorskip("pyspark", reason="pyspark is installed only in the `reports
 from cck import reports
 
 #: The subpackages of ``conformance`` that ``reports`` may load (standard library only).
-ALLOWED = ("cck.conformance.evidence", "cck.conformance.clauses")
+ALLOWED = ("cck.conformance.evidence", "cck.conformance.clauses", "cck.conformance.sequence")
 
 PROGRAM = """
 import importlib, json, pkgutil, sys
@@ -34,10 +34,10 @@ def _loaded() -> list[str]:
     return modules
 
 
-def test_importing_every_reports_module_loads_only_the_schema_and_the_clause_table_of_the_kit() -> None:
+def test_importing_every_reports_module_loads_only_the_schema_clauses_and_diagram_of_the_kit() -> None:
     loaded = _loaded()
-    expected = {"cck.reports._pipeline", "cck.reports._coverage", "cck.conformance.evidence.schema",
-                "cck.conformance.clauses"}
+    expected = {"cck.reports._pipeline", "cck.reports._coverage", "cck.reports._story",
+                "cck.conformance.evidence.schema", "cck.conformance.clauses", "cck.conformance.sequence"}
     assert expected <= set(loaded)
     kit = [m for m in loaded if m.split(".")[:2] in (["cck", "conformance"], ["cck", "reference"], ["cck", "codec"])]
     beyond = [m for m in kit if m != "cck.conformance" and not any(m == a or m.startswith(a + ".") for a in ALLOWED)]

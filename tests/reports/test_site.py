@@ -16,10 +16,15 @@ import pytest
 pytest.importorskip("pyspark", reason="pyspark is installed only in the `reports` tox env")
 
 
+from lxml import html
+from pyspark.sql import SparkSession
+
+from cck.reports import _pipeline as pipeline
+from cck.reports._pipeline import _windowed_history
 from cck.reports._site import CasePage, MatrixColumn, SiteData, case_page_path, render_site
 from cck.reports._svg import Attempt, schedule_plot
 
-from .conftest import EVIDENCE, SiteBuild
+from .conftest import EVIDENCE, SiteBuild, Table
 
 
 class _Cells(HTMLParser):
@@ -220,6 +225,52 @@ def test_case_pages_link_their_wire_log(site: Path) -> None:
     rows = (site / "cases/broker/reference@0.1.0" / link.group(1)).read_text(encoding="utf-8").splitlines()
     assert rows
     assert all(json.loads(row)["kind"] == "wire" for row in rows)
+
+
+def test_a_case_page_spark_built_tells_its_story_with_the_historys_operations(site: Path) -> None:
+    """The pipeline's side of a case page (the clause looked up in the table, the history rows of the diagram's
+    span read from Parquet): reattach.loss.5's diagram draws its sends' confirmations and the drain's receipts."""
+    dom = html.fromstring((site / "cases/broker/reference@0.1.0/reattach.loss.5.html").read_text(encoding="utf-8"))
+
+    def text(element_id: str) -> str:
+        return " ".join(" ".join(dom.get_element_by_id(element_id).itertext()).split())
+
+    assert "100% transparently" in text("clause-text")
+    assert text("case-verdict") == "PASS"
+    assert text("sequence-window").startswith(
+        "Frames 6 to 38 of 38 the fault proxy logged, around the first frame it dropped (frame 26)")
+    [svg] = dom.xpath('//svg[@id="sequence-diagram"]')
+    texts = [" ".join(t.itertext()) for t in svg.xpath(".//*[local-name()='text']")]
+    operations = [t for t in texts if t.startswith(("producer-1 send", "drain received"))]
+    assert operations == [*(f"producer-1 send k{n} confirmed" for n in range(4)),
+                          *(f"drain received k{n} (delivery 1), ack confirmed" for n in range(4))]
+    assert texts.index("REATTACH_SESSION ch1 last_confirmed=7") < texts.index("producer-1 send k3 confirmed")
+    assert "not ok" not in text("history-findings-table")
+    restart = (site / "cases/broker/reference@0.1.0/restart.messages.4.html").read_text(encoding="utf-8")
+    assert "No wire log: the case used no fault proxy." in restart  # its history is not read: no diagram
+
+
+def test_the_history_read_for_a_case_page_is_the_diagrams_span_of_its_run_and_case(
+        spark: SparkSession, table: Table, monkeypatch: pytest.MonkeyPatch) -> None:
+    def wire(ms: int, action: str = "forwarded") -> dict[str, Any]:
+        return {"label": None, "ts_ns": ms * 1_000_000, "seq": ms, "action": action, "packet": "PING()"}
+
+    def op(run_id: str, case_id: str, ms: int, index: int) -> dict[str, Any]:
+        return {"run_id": run_id, "case_id": case_id, "index": index, "type": "ok", "f": "send",
+                "value": f"k{index}", "process": "p", "time_ns": ms * 1_000_000}
+
+    # a cut at 50 ms of 100 frames (1 a ms): frames 30 to 99 drawn, the log's end open; of 200 frames, 30 to 110
+    evidence = {("r1", "a"): {"wire": [wire(ms, "cut" if ms == 50 else "forwarded") for ms in range(100)]},
+                ("r1", "b"): {"wire": [wire(ms, "cut" if ms == 50 else "forwarded") for ms in range(200)]},
+                ("r1", "c"): {"history_result": [{"ok": True}]}}  # no wire rows: no diagram, no history read
+    history = table("history", op("r1", "a", 29, 0), op("r1", "a", 30, 1), op("r1", "a", 500, 2),
+                    op("r2", "a", 40, 3), op("r1", "b", 29, 4), op("r1", "b", 110, 5), op("r1", "b", 111, 6),
+                    op("r1", "c", 40, 7))
+    read = _windowed_history(history, spark, evidence)
+    assert {key: [row["index"] for row in rows] for key, rows in read.items()} == {("r1", "a"): [1, 2],
+                                                                                 ("r1", "b"): [5]}
+    monkeypatch.setattr(pipeline, "HISTORY_DRAWN", 1)  # the first operations of the span only
+    assert [row["index"] for row in _windowed_history(history, spark, evidence)[("r1", "a")]] == [1]
 
 
 def test_timing_audit_and_coverage_pages(site: Path) -> None:

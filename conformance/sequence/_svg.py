@@ -1,11 +1,11 @@
-"""The sequence diagram (:mod:`._diagram`) as a standalone SVG: the lanes as vertical lines, one row per frame or
+"""The sequence diagram (:mod:`._rows`) as a standalone SVG: the lanes as vertical lines, one row per frame or
 note, the anomaly's key in red, the whole frame as each row's tooltip."""
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import escape, quoteattr
 
-from ._diagram import Diagram, Row, ms_label
+from ._rows import Diagram, Row, ms_label
 
 __all__ = ["render_svg"]
 
@@ -141,10 +141,19 @@ def _svg_row(row: Row, y: float) -> list[str]:
     return out
 
 
-def render_svg(d: Diagram) -> str:
-    """The diagram as a standalone SVG document (no scripts, no external resources)."""
-    header: list[tuple[str, str, str | None]] = [(f"cck explore: {d.title}, {d.outcome}", "title", None)]
-    header += [(line, "lbl", None) for line in _wrap("example: " + d.example, 190)]
+#: The style sheet's rules (scoped to the SVG's id when it is embedded in a page: a style element inside inline SVG
+#: applies to the whole page).
+_STYLE = ("text{font-size:11px;fill:#212121}", ".title{font-size:15px;font-weight:bold}", ".b{font-weight:bold}",
+          ".m{fill:#757575}", ".i{font-style:italic}", ".lane{font-size:13px;font-weight:bold}",
+          "g.r:hover rect.hl{fill:#fffde7}")
+
+
+def render_svg(d: Diagram, *, svg_id: str = "") -> str:
+    """The diagram as a standalone SVG document (no scripts, no external resources).  With ``svg_id`` the root
+    element has that id and its style rules apply below it only, so the SVG can be inlined in an HTML page."""
+    header: list[tuple[str, str, str | None]] = [(f"{d.heading}: {d.title}, {d.outcome}", "title", None)]
+    if d.example:
+        header += [(line, "lbl", None) for line in _wrap("example: " + d.example, 190)]
     for line in d.findings:
         header += [(part, "lbl b", _RED) for part in _wrap(("FINDING: " if d.outcome == "finding" else "") + line,
                                                            190)]
@@ -156,11 +165,10 @@ def render_svg(d: Diagram) -> str:
     top = 16 + 16 * len(header) + 8
     lanes_y = top + 30
     height = lanes_y + 10 + _ROW * len(d.rows) + 30
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" viewBox="0 0 {_W} {height}" '
-           'font-family="DejaVu Sans Mono, Menlo, Consolas, monospace">',
-           "<style>text{font-size:11px;fill:#212121}.title{font-size:15px;font-weight:bold}.b{font-weight:bold}"
-           ".m{fill:#757575}.i{font-style:italic}.lane{font-size:13px;font-weight:bold}"
-           "g.r:hover rect.hl{fill:#fffde7}</style>",
+    scope = f"#{svg_id} " if svg_id else ""
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg"{f" id={quoteattr(svg_id)}" if svg_id else ""} width="{_W}" '
+           f'height="{height}" viewBox="0 0 {_W} {height}" font-family="DejaVu Sans Mono, Menlo, Consolas, monospace">',
+           "<style>" + "".join(scope + rule for rule in _STYLE) + "</style>",
            "<defs>" + "".join(
                f'<marker id="{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
                f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>'

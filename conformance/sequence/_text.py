@@ -1,8 +1,8 @@
-"""The sequence diagram (:mod:`._diagram`) as plain text: one line per row, the lanes as columns."""
+"""The sequence diagram (:mod:`._rows`) as plain text: one line per row, the lanes as columns."""
 
 from __future__ import annotations
 
-from ._diagram import Diagram, Row, ms_label
+from ._rows import Diagram, Row, ms_label
 
 __all__ = ["render_text"]
 
@@ -51,7 +51,7 @@ def _text_art(row: Row) -> str:
 
 def render_text(d: Diagram) -> str:
     """The diagram as plain text: one line per row, the lanes as columns."""
-    lines = [f"cck explore: {d.title}, {d.outcome}", f"example: {d.example}"]
+    lines = [f"{d.heading}: {d.title}, {d.outcome}", *([f"example: {d.example}"] if d.example else [])]
     lines += [("FINDING: " if d.outcome == "finding" else "") + line for line in d.findings]
     lines += [f"note: {note}" for note in d.notes]
     if d.legend:
