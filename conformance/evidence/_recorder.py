@@ -17,6 +17,11 @@ class _ToDict(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
 
 
+def _rows(records: Iterable[_ToJson], label: str) -> list[dict[str, Any]]:
+    rows = [record.to_json() for record in records]
+    return [{"label": label, **row} for row in rows] if label else rows
+
+
 @dataclass(frozen=True)
 class ShouldMiss:
     """A SHOULD the broker missed (the case still passes, as PASS_LENIENT, unless the run is ``--strict``)."""
@@ -30,6 +35,7 @@ class CaseEvidence:
 
     * :meth:`wire` — decoded frames from a fault proxy (``proxy.wire_log``), with monotonic timestamps.
     * :meth:`attempts` — connection attempts the proxy saw (``proxy.attempts``).
+    * :meth:`ends` — how those connections ended (``proxy.ends``).
     * :meth:`history` — a Jepsen-style history and, if checked, its :class:`~conformance.oracles.HistoryResult`.
     * :meth:`timing` — a judged schedule (:class:`~conformance.oracles.TimingResult`) under a name.
     * :meth:`note` — anything else worth keeping (a measured figure, a broker version string).
@@ -39,6 +45,7 @@ class CaseEvidence:
     case_id: str
     wire_records: list[dict[str, Any]] = field(default_factory=list)
     attempt_records: list[dict[str, Any]] = field(default_factory=list)
+    end_records: list[dict[str, Any]] = field(default_factory=list)
     history_ops: list[dict[str, Any]] = field(default_factory=list)
     history_results: list[dict[str, Any]] = field(default_factory=list)
     timings: list[dict[str, Any]] = field(default_factory=list)
@@ -46,18 +53,13 @@ class CaseEvidence:
     should_misses: list[ShouldMiss] = field(default_factory=list)
 
     def wire(self, records: Iterable[_ToJson], *, label: str = "") -> None:
-        for record in records:
-            row = record.to_json()
-            if label:
-                row = {"label": label, **row}
-            self.wire_records.append(row)
+        self.wire_records.extend(_rows(records, label))
 
     def attempts(self, records: Iterable[_ToJson], *, label: str = "") -> None:
-        for record in records:
-            row = record.to_json()
-            if label:
-                row = {"label": label, **row}
-            self.attempt_records.append(row)
+        self.attempt_records.extend(_rows(records, label))
+
+    def ends(self, records: Iterable[_ToJson], *, label: str = "") -> None:
+        self.end_records.extend(_rows(records, label))
 
     def history(self, ops: Iterable[_ToDict], result: _ToDict | None = None, *, label: str = "") -> None:
         for op in ops:

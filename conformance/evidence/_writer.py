@@ -60,6 +60,7 @@ def case_rows(run_id: str, case_id: str, evidence: CaseEvidence) -> dict[str, li
     return {
         "wire": [_row("wire", base, record) for record in evidence.wire_records],
         "attempt": [_row("attempt", base, record) for record in evidence.attempt_records],
+        "end": [_row("end", base, record) for record in evidence.end_records],
         "history": history,
         "history_result": [
             _row("history_result", {**base, "label": result.get("label") or None, "result": _jsonable(result)}, result)

@@ -11,6 +11,7 @@ Layout of one run (``<evidence-dir>/<run-id>/``)::
     cases.jsonl             one CASE record per case, written as each case ends
     wire.jsonl              WIRE rows: decoded frames the fault proxy saw
     attempts.jsonl          ATTEMPT rows: connections the fault proxy accepted
+    ends.jsonl              END rows: how each of those connections ended (absent in evidence older than it)
     history.jsonl           HISTORY rows: Jepsen-style operations (invoke/ok/fail/info)
     history_results.jsonl   HISTORY_RESULT rows: the history checker's result per history
     timing.jsonl            TIMING rows: one per judged attempt of a timing check
@@ -24,6 +25,8 @@ process: comparable within a run, not across runs.
 
 Version policy: adding a nullable field keeps SCHEMA_VERSION; removing or renaming a field, changing
 its type or making it non-nullable increments it.  Readers should ignore fields they do not know.
+Adding a record kind (a file of its own) keeps it too: evidence without the file reads as none of those
+rows, and a reader that does not know the kind never opens its file (``END`` came so).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ __all__ = [
     "CASE",
     "WIRE",
     "ATTEMPT",
+    "END",
     "HISTORY",
     "HISTORY_RESULT",
     "TIMING",
@@ -68,7 +72,8 @@ class Field:
 
 def _common(*, case: bool = True) -> tuple[Field, ...]:
     fields = (
-        Field("kind", "string", doc="the record kind: run, case, wire, attempt, history, history_result, timing, note"),
+        Field("kind", "string", doc="the record kind: run, case, wire, attempt, end, history, history_result, timing, "
+                                    "note"),
         Field("schema_version", "int"),
         Field("run_id", "string"),
     )
@@ -152,6 +157,19 @@ ATTEMPT: tuple[Field, ...] = (
     _EXTRA,
 )
 
+END: tuple[Field, ...] = (
+    *_common(),
+    _LABEL,
+    Field("ts_ns", "long", doc="when the first side ended it (its FIN or reset reached the proxy, or the proxy "
+                               "closed it)"),
+    Field("conn", "int"),
+    Field("by", "string", doc="who ended it first: client, broker or proxy"),
+    Field("how", "string", doc="fin, reset or error"),
+    Field("reason", "string", True, "the proxy's reason (a cut's rule, proxy stopped), a socket error's text, or "
+                                    "that a blackholed connection's end was not passed on"),
+    _EXTRA,
+)
+
 HISTORY: tuple[Field, ...] = (
     *_common(),
     _LABEL,
@@ -210,6 +228,7 @@ RECORDS: Mapping[str, tuple[Field, ...]] = {
     "case": CASE,
     "wire": WIRE,
     "attempt": ATTEMPT,
+    "end": END,
     "history": HISTORY,
     "history_result": HISTORY_RESULT,
     "timing": TIMING,
@@ -222,6 +241,7 @@ FILES: Mapping[str, str] = {
     "case": "cases.jsonl",
     "wire": "wire.jsonl",
     "attempt": "attempts.jsonl",
+    "end": "ends.jsonl",
     "history": "history.jsonl",
     "history_result": "history_results.jsonl",
     "timing": "timing.jsonl",

@@ -31,7 +31,7 @@ from ._explore import (
     write_outcome,
 )
 from ._faults import rule_of
-from ._guidance import Exposure, exposure
+from ._guidance import RECENT_NS, Exposure, exposure
 from ._judge import Anomaly, Judgement, Unanswered, judge
 from ._model import (
     CONNECTION_TTLS_MS,
@@ -59,13 +59,14 @@ from ._model import (
     Workload,
 )
 from ._regression import Reachable, regression_case, regression_file_name, replay
-from ._runner import Limits, Outcome, run_example, run_example_sync
+from ._runner import Limits, Outcome, dropped_sends, run_example, run_example_sync
 from ._strategies import client_configs, examples, fault_schedules, faults, operations, workloads
 
 __all__ = [
     # the model
     "CONNECTION_TTLS_MS",
     "QUEUES",
+    "RECENT_NS",
     "WINDOWS",
     "ClientConfig",
     "Commit",
@@ -105,6 +106,7 @@ __all__ = [
     "Unanswered",
     "exposure",
     "judge",
+    "dropped_sends",
     "run_example",
     "run_example_sync",
     # replaying a finding, and the pytest case that does

@@ -88,8 +88,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="runs of one example while shrinking (and of the --replay example) before it counts "
                              "as clean: an intermittent bug fails only some runs of the same example (default 3)")
     parser.add_argument("--confirm-tries", type=_positive, default=20, metavar="N",
-                        help="replays of the minimal example to confirm it, stopping at the first that fails; the "
-                             "replay command written for it uses this many --tries (default 20)")
+                        help="runs of the example that failed, before shrinking it, and replays of the minimal "
+                             "example to confirm it, each stopping at the first that fails; the replay command "
+                             "written for it uses this many --tries (default 20)")
     parser.add_argument("--evidence-dir", type=Path, metavar="DIR",
                         help="write every example's summary, and a failing example's minimal form, history, wire "
                              "log, findings, replay command, sequence diagram and (once confirmed) pytest case, "

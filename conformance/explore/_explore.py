@@ -14,16 +14,21 @@ from __future__ import annotations
 import contextlib
 import json
 import shlex
+import shutil
+import tempfile
 import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
 from hypothesis.errors import Flaky
+
+from cck.conformance.oracles import Op
 
 from ..sequence import RunRecords, render_svg, render_text
 from ._diagram import diagram
@@ -33,8 +38,8 @@ from ._regression import regression_case, regression_file_name
 from ._runner import Outcome
 from ._strategies import examples
 
-__all__ = ["ExploreConfig", "ExploreResult", "explore", "load_example", "records_of", "replay_command",
-           "replay_until_found", "write_evidence", "write_outcome"]
+__all__ = ["ExploreConfig", "ExploreResult", "HistorySpool", "explore", "load_example", "records_of",
+           "replay_command", "replay_until_found", "write_evidence", "write_outcome"]
 
 Runner = Callable[[Example], Outcome]
 
@@ -111,6 +116,50 @@ class _State:
     failures: list[Outcome] = field(default_factory=list)
 
 
+#: What of every run's history is kept in memory before the rest goes to a temporary file (a run's history is a
+#: few hundred operations at most, so 1,000 runs usually stay below it).
+SPOOL_BYTES = 8 * 1024 * 1024
+
+
+class HistorySpool:
+    """Every run's history as the JSON Lines of ``histories.jsonl``, kept while the exploration runs: in memory up
+    to :data:`SPOOL_BYTES`, on disk beyond (so memory stays bounded however long the histories), copied into the
+    evidence at the end.  A row is the operation's ``Op.to_dict()`` with ``run`` (the run's number, as in
+    ``examples.jsonl``) and ``index`` (its position in that run's history)."""
+
+    def __init__(self, max_bytes: int = SPOOL_BYTES) -> None:
+        self._file = tempfile.SpooledTemporaryFile(max_size=max_bytes, mode="w+", encoding="utf-8")  # noqa: SIM115
+
+    def add(self, run: int, history: Iterable[Op]) -> None:
+        for index, op in enumerate(history):
+            self._file.write(json.dumps({"run": run, "index": index, **op.to_dict()}, sort_keys=True) + "\n")
+
+    def write_to(self, path: Path) -> None:
+        self._file.flush()
+        self._file.seek(0)
+        with path.open("w", encoding="utf-8") as out:
+            shutil.copyfileobj(self._file, out)
+        self._file.seek(0, 2)  # back to the end: more runs may still be added
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> HistorySpool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _checker(outcome: Outcome) -> dict[str, Any] | None:
+    """What the history checker recorded of a run's history that a delivery audit of it needs (None: not judged)."""
+    if outcome.judgement is None:
+        return None
+    result = outcome.judgement.result
+    return {"ok": result.ok, "final_drain_complete": result.final_drain_complete,
+            "duplicates_allowed": result.duplicates_allowed}
+
+
 def _line(index: int, now: float, phase: str, outcome: Outcome) -> str:
     return (f"#{index:<4} {now:7.1f}s {phase:<8} {outcome.kind:<13} ({outcome.elapsed_s:4.1f}s) "
             f"{outcome.example.describe()}" + (f"\n      -> {outcome.describe()}" if outcome.kind != "clean" else ""))
@@ -119,6 +168,13 @@ def _line(index: int, now: float, phase: str, outcome: Outcome) -> str:
 def explore(run: Runner, config: ExploreConfig, out: TextIO, *,
             clock: Callable[[], float] = time.monotonic) -> ExploreResult:
     """Explore until the budget or ``max_examples`` is spent or a finding is shrunk; print a line per example."""
+    with contextlib.ExitStack() as stack:
+        spool = stack.enter_context(HistorySpool()) if config.evidence_dir is not None else None
+        return _explore(run, config, out, clock, spool)
+
+
+def _explore(run: Runner, config: ExploreConfig, out: TextIO, clock: Callable[[], float],
+             spool: HistorySpool | None) -> ExploreResult:
     began = clock()
     generate_until = began + config.budget_s
     state = _State()
@@ -134,7 +190,11 @@ def explore(run: Runner, config: ExploreConfig, out: TextIO, *,
         state.log.append({"run": state.runs, "phase": phase, "at_s": round(elapsed(), 3), "kind": outcome.kind,
                           "elapsed_s": round(outcome.elapsed_s, 3), "example": example.to_dict(),
                           "summary": outcome.describe(),
-                          "exposure": {"unconfirmed": seen.unconfirmed, "durable_sends": seen.durable_sends}})
+                          "exposure": {"unconfirmed": seen.unconfirmed, "durable_sends": seen.durable_sends,
+                                       "recent_durable_sends": seen.recent_durable_sends},
+                          "ops": len(outcome.history), "checker": _checker(outcome)})
+        if spool is not None:
+            spool.add(state.runs, outcome.history)
         if phase == "explore":
             _aim(state, seen)
         print(_line(state.runs, elapsed(), phase, outcome), file=out, flush=True)
@@ -153,7 +213,7 @@ def explore(run: Runner, config: ExploreConfig, out: TextIO, *,
         if clock() >= until:
             raise _BudgetSpent
         outcome = once(example, "shrink" if shrinking else "explore")
-        for _ in range(1, config.tries if shrinking else 1):
+        for _ in range(1, _tries(config, state, example)):
             if outcome.kind == "finding" or clock() >= until:
                 break
             outcome = once(example, "retry")
@@ -174,13 +234,24 @@ def explore(run: Runner, config: ExploreConfig, out: TextIO, *,
     result = ExploreResult(state.runs, dict(state.kinds), state.failing, confirmation, tuple(state.kit_errors),
                            most_exposed=state.most_exposed)
     if config.evidence_dir is not None:
-        result = replace(result, evidence=write_evidence(config.evidence_dir, config, result, state.log))
+        result = replace(result, evidence=write_evidence(config.evidence_dir, config, result, state.log,
+                                                         histories=spool))
     return result
+
+
+def _tries(config: ExploreConfig, state: _State, example: Example) -> int:
+    """Runs of one example before it counts as clean: one while exploring; while shrinking ``tries``, except for
+    the example that failed last, which hypothesis runs again first: if that run passes, hypothesis calls the
+    failure flaky and shrinks nothing, so a rare race gets ``confirm_tries`` runs there."""
+    if state.failing is None:
+        return 1
+    return config.confirm_tries if example == state.failing.example else config.tries
 
 
 #: the hypothesis target labels of the two exposure counts
 UNCONFIRMED_TARGET = "unconfirmed commands at a break"
 DURABLE_TARGET = "unconfirmed durable sends at a break"
+RECENT_TARGET = "durable sends just before a break"
 
 
 def _aim(state: _State, seen: Exposure) -> None:
@@ -190,8 +261,11 @@ def _aim(state: _State, seen: Exposure) -> None:
         target(seen.unconfirmed, label=UNCONFIRMED_TARGET)
     if seen.durable_sends:
         target(seen.durable_sends, label=DURABLE_TARGET)
+    if seen.recent_durable_sends:
+        target(seen.recent_durable_sends, label=RECENT_TARGET)
     best = state.most_exposed
-    state.most_exposed = Exposure(max(best.unconfirmed, seen.unconfirmed), max(best.durable_sends, seen.durable_sends))
+    state.most_exposed = Exposure(max(best.unconfirmed, seen.unconfirmed), max(best.durable_sends, seen.durable_sends),
+                                  max(best.recent_durable_sends, seen.recent_durable_sends))
 
 
 #: how many of the failing examples, smallest first, a finding that does not fail again may fall back on
@@ -252,7 +326,8 @@ def records_of(outcome: Outcome, title: str, **extra: Any) -> RunRecords:
     """A run's evidence records, as the evidence files hold them (what its sequence diagram is drawn from)."""
     return RunRecords(outcome.example.to_dict(), outcome.wire, outcome.attempts,
                       [op.to_dict() for op in outcome.history], outcome.timeline,
-                      json.loads(json.dumps({**outcome.to_dict(), **extra}, default=str)), title)
+                      json.loads(json.dumps({**outcome.to_dict(), **extra}, default=str)), title,
+                      ends=outcome.ends)
 
 
 def _write_diagrams(directory: Path, records: RunRecords) -> None:
@@ -271,10 +346,10 @@ def _write_diagrams(directory: Path, records: RunRecords) -> None:
 
 def write_outcome(directory: Path, outcome: Outcome, config: ExploreConfig, *, title: str | None = None,
                   regression_case_file: bool = False, **extra: Any) -> Path:
-    """One run's evidence in ``directory``: the example (replayable), its history, wire log and timeline (JSON
-    Lines), the findings, the replay command, the sequence diagram (``sequence.svg``, ``sequence.txt``) and, with
-    ``regression_case_file``, a pytest case that replays the example (``test_explore_<digest>.py``); the example
-    file's path."""
+    """One run's evidence in ``directory``: the example (replayable), its history, wire log, connection attempts
+    and ends, and timeline (JSON Lines), the findings, the replay command, the sequence diagram (``sequence.svg``,
+    ``sequence.txt``) and, with ``regression_case_file``, a pytest case that replays the example
+    (``test_explore_<digest>.py``); the example file's path."""
     directory.mkdir(parents=True, exist_ok=True)
     example_file = directory / "example.json"
     example_file.write_text(json.dumps({"seed": config.seed, "target": list(config.target_args),
@@ -282,6 +357,7 @@ def write_outcome(directory: Path, outcome: Outcome, config: ExploreConfig, *, t
     _jsonl(directory / "history.jsonl", (op.to_dict() for op in outcome.history))
     _jsonl(directory / "wire.jsonl", outcome.wire)
     _jsonl(directory / "attempts.jsonl", outcome.attempts)
+    _jsonl(directory / "ends.jsonl", outcome.ends)
     _jsonl(directory / "timeline.jsonl", outcome.timeline)
     (directory / "findings.json").write_text(json.dumps({**outcome.to_dict(), **extra}, indent=2, default=str) + "\n",
                                              encoding="utf-8")
@@ -296,18 +372,27 @@ def write_outcome(directory: Path, outcome: Outcome, config: ExploreConfig, *, t
     return example_file
 
 
-def write_evidence(root: Path, config: ExploreConfig, result: ExploreResult, log: Sequence[dict[str, Any]]) -> Path:
+def write_evidence(root: Path, config: ExploreConfig, result: ExploreResult, log: Sequence[dict[str, Any]], *,
+                   histories: HistorySpool | None = None) -> Path:
     """The exploration's evidence under ``root/explore-<time>-seed<S>/``: every run's summary
-    (``examples.jsonl``), a summary, and for a failing example ``minimal/`` and, if it ran, ``confirmation/``."""
+    (``examples.jsonl``), every run's history (``histories.jsonl``, from ``histories``), for a failing example
+    ``minimal/`` and, if it ran, ``confirmation/``, and last the summary (``summary.json``: a directory without it
+    is an exploration that did not finish writing)."""
     directory = root / f"explore-{time.strftime('%Y%m%d-%H%M%S')}-seed{config.seed}"
     directory.mkdir(parents=True, exist_ok=True)
     _jsonl(directory / "examples.jsonl", log)
+    if histories is not None:
+        histories.write_to(directory / "histories.jsonl")
     summary: dict[str, Any] = {"seed": config.seed, "target": list(config.target_args), "budget_s": config.budget_s,
                                "max_examples": config.max_examples, "runs": result.runs, "kinds": result.kinds,
                                "found": result.failing is not None, "confirmed": result.confirmed,
                                "most_exposed": {"unconfirmed": result.most_exposed.unconfirmed,
-                                                "durable_sends": result.most_exposed.durable_sends}}
+                                                "durable_sends": result.most_exposed.durable_sends,
+                                                "recent_durable_sends": result.most_exposed.recent_durable_sends},
+                               "finished": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
     if result.failing is not None:
+        summary["finding"] = result.failing.describe()
+        summary["example"] = result.failing.example.describe()
         example_file = write_outcome(directory / "minimal", result.failing, config, title="minimal run",
                                      regression_case_file=result.confirmed, confirmed=result.confirmed)
         summary["replay"] = replay_command(config.target_args, example_file.resolve(), config.confirm_tries)

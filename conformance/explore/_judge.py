@@ -11,20 +11,20 @@ Under faults a conforming broker may legitimately:
   a delivery the peer already had (the confirmation window's numbering is all a reattach goes by), so then no
   duplicate at all is counted, not even one after a confirmed acknowledgement.
 
-Counted: a confirmed send never received when the final drain was complete (lost), a received message that was
-never sent or whose send definitely failed (unexpected), and, when the numbering stayed in step, a message
-delivered again after its acknowledgement was confirmed (duplicated after ack) and a call no answer ever reached
-although every failover reattached its sessions (unanswered).  A reattached session leaves a conforming pair no
-way to lose an answer: the broker answered before the cut, or it replays the answer the client has not confirmed,
-or the client replays the request the broker says it has not received.  So a call that times out there is a
-replay one of the two skipped (or an answer the broker never gives), which the history alone cannot show: the
-call's outcome is only "unknown".  Where a session was recreated instead, its calls in flight end unanswered by
-design, so they are not counted.  What is observed but not counted is kept in the notes, with why.
-"""
+Counted: a confirmed send never received when the final drain was complete (lost; unless the proxy dropped every
+frame that carried it, so it never reached the broker: a transaction's send is confirmed by the commit alone), a
+received message that was never sent or whose send definitely failed (unexpected), and, when the numbering stayed
+in step, a message delivered again after its acknowledgement was confirmed (duplicated after ack) and a call no
+answer ever reached although every failover reattached its sessions (unanswered). A reattached session leaves a
+conforming pair no way to lose an answer: the broker answered before the cut, or it replays the answer the client
+has not confirmed, or the client replays the request the broker says it has not received. So a call that times out
+there is a replay one of the two skipped (or an answer the broker never gives), which the history alone cannot
+show: the call's outcome is only "unknown". Where a session was recreated instead, its calls in flight end
+unanswered by design, so they are not counted. What is observed but not counted is kept in the notes, with why."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -86,20 +86,27 @@ class Judgement:
 
 
 def judge(history: Iterable[Op], *, drain_complete: bool, desynchronised: bool,
-          unanswered: Sequence[Unanswered] = (), recreated: bool = False) -> Judgement:
+          unanswered: Sequence[Unanswered] = (), recreated: bool = False,
+          dropped: Collection[str] = frozenset()) -> Judgement:
     """Judge a history.  ``drain_complete``: every workload session was closed at the broker and each queue was
     drained to its end (else nothing is judged lost).  ``desynchronised``: the schedule dropped frames the
     confirmation window counts (then neither duplicates nor unanswered calls are judged).  ``unanswered``: the
     calls no answer reached; ``recreated``: some failover recreated a session (or gave up) instead of reattaching
-    (then unanswered calls are not judged).  Malformed histories raise ``HistoryError``."""
+    (then unanswered calls are not judged).  ``dropped``: the keys whose every send frame the proxy dropped (their
+    loss is the fault's, not counted).  Malformed histories raise ``HistoryError``."""
     result = check(history, final_drain_complete=drain_complete, allow_duplicates=True, max_examples=1000)
     findings: list[str] = []
     notes: list[str] = []
     anomalies: list[Anomaly] = []
-    if result.lost.count:
-        keys = [f.key for f in result.lost.examples]
-        findings.append(f"{result.lost.count} lost: confirmed, never received ({', '.join(keys)})")
-        anomalies.extend(Anomaly("lost", key) for key in keys)
+    lost = [f.key for f in result.lost.examples if f.key not in dropped]
+    excused = [f.key for f in result.lost.examples if f.key in dropped]
+    if excused:
+        notes.append(f"confirmed, never received: {', '.join(excused)}; not counted: the proxy dropped every frame "
+                     "that carried it, so it never reached the broker")
+    if lost:
+        count = result.lost.count - len(excused)
+        findings.append(f"{count} lost: confirmed, never received ({', '.join(lost)})")
+        anomalies.extend(Anomaly("lost", key) for key in lost)
     if result.unexpected.count:
         shown = [f"{f.key} ({f.reason})" for f in result.unexpected.examples]
         findings.append(f"{result.unexpected.count} unexpected: {', '.join(shown)}")

@@ -17,12 +17,12 @@ import dataclasses
 import time
 import traceback
 import uuid
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from cck.codec import ARTEMIS_2_7_0_VERSION, CURRENT_VERSION, CoreMessage, Packet, RoutingType, TypedProperties
-from cck.conformance.faults import FaultProxy
+from cck.conformance.faults import FaultProxy, WireRecord
 from cck.conformance.oracles import History, Op, OpType
 from cck.reference.client import (
     CallTimeout,
@@ -40,7 +40,7 @@ from ._faults import rule_of
 from ._judge import Judgement, Unanswered, judge
 from ._model import QUEUES, Commit, CreateConsumer, CreateProducer, Example, Operation, Receive, Rollback, Send
 
-__all__ = ["Limits", "Outcome", "OutcomeKind", "run_example", "run_example_sync"]
+__all__ = ["Limits", "Outcome", "OutcomeKind", "dropped_sends", "run_example", "run_example_sync"]
 
 OutcomeKind = Literal["clean", "finding", "indeterminate", "kit-error"]
 T = TypeVar("T")
@@ -93,6 +93,8 @@ class Outcome:
     timeline: tuple[dict[str, Any], ...] = ()
     #: Why the run is indeterminate or a kit error (a traceback for the latter).
     reason: str = ""
+    #: How each of the proxy's connections ended (who ended it first, how, why), as JSON objects.
+    ends: tuple[dict[str, Any], ...] = ()
 
     def describe(self) -> str:
         if self.kind in ("clean", "finding") and self.judgement is not None:
@@ -135,10 +137,30 @@ def _message(key: str, seq: int, durable: bool) -> CoreMessage:
 
 
 def _key_of(delivery: Delivery) -> str | None:
-    value = delivery.message.properties.get("key")
+    return _message_key(delivery.message)
+
+
+def _message_key(message: CoreMessage) -> str | None:
+    value = message.properties.get("key")
     if value is None:
         return None
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def dropped_sends(records: Iterable[WireRecord]) -> frozenset[str]:
+    """The keys whose every SESS_SEND frame toward the broker the proxy dropped: such a message never reached the
+    broker, so its loss is the fault's (a transaction's sends get no answer of their own, and without a
+    confirmation window nothing tells the client; TCP itself would never drop one frame and pass the next)."""
+    reached: set[str] = set()
+    dropped: set[str] = set()
+    for record in records:
+        message = getattr(record.packet, "message", None)
+        if record.direction != "c2s" or record.type_name != "SESS_SEND" or not isinstance(message, CoreMessage):
+            continue
+        key = _message_key(message)
+        if key is not None:
+            (reached if record.reached_peer else dropped).add(key)
+    return frozenset(dropped - reached)
 
 
 def _is_fence(delivery: Delivery, token: str) -> bool:
@@ -508,7 +530,8 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
         proxy = proxies[0] if proxies else None
         return Outcome(example, kind, time.monotonic() - started, judgement, tuple(history), tuple(events),
                        tuple(r.to_json() for r in proxy.wire_log) if proxy else (),
-                       tuple(a.to_json() for a in proxy.attempts) if proxy else (), tuple(timeline), reason)
+                       tuple(a.to_json() for a in proxy.attempts) if proxy else (), tuple(timeline), reason,
+                       ends=tuple(e.to_json() for e in proxy.ends) if proxy else ())
 
     loop = asyncio.get_running_loop()
     previous = loop.get_exception_handler()
@@ -528,7 +551,8 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
         complete = await asyncio.wait_for(_run(url, example, limits, protocol_version, history, proxies, events,
                                                timeline, unanswered), limits.example_s)
         judgement = judge(history, drain_complete=complete, desynchronised=example.schedule.desynchronises,
-                          unanswered=unanswered, recreated=any(kind in _NOT_REATTACHED for kind, _ in events))
+                          unanswered=unanswered, recreated=any(kind in _NOT_REATTACHED for kind, _ in events),
+                          dropped=dropped_sends(r for proxy in proxies for r in proxy.wire_log))
     except _Indeterminate as exc:
         return outcome("indeterminate", reason=str(exc), escaped=escaped)
     except TimeoutError:

@@ -4,7 +4,8 @@ An asyncio TCP proxy between a core client and a broker.  It forwards bytes
 unchanged, but decodes each direction with the codec so that faults can be
 applied per frame (drop, delay, duplicate by Artemis packet type; cut after N
 confirmable commands; reset during reattach) or per connection (refuse,
-blackhole), and so that every frame is logged with a monotonic timestamp::
+blackhole), and so that every frame, every accepted connection and how each
+connection ended are logged with a monotonic timestamp::
 
     from cck.conformance.faults import Drop, FaultProxy
 
@@ -35,7 +36,7 @@ from ._rules import (
     Rule,
     RuleHandle,
 )
-from ._wirelog import RAW, AttemptOutcome, AttemptRecord, WireLog, WireRecord
+from ._wirelog import RAW, AttemptOutcome, AttemptRecord, EndBy, EndHow, EndRecord, WireLog, WireRecord
 
 __all__ = [
     "FaultProxy",
@@ -56,6 +57,9 @@ __all__ = [
     "AttemptOutcome",
     "AttemptRecord",
     "Direction",
+    "EndBy",
+    "EndHow",
+    "EndRecord",
     "RAW",
     "WireLog",
     "WireRecord",

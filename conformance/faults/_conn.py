@@ -18,6 +18,13 @@ Connection states:
   shows what each end tried to say), but nothing is written and no close is
   passed on: each end finds out only by its own timeouts.
 * ``closed``: cut, stopped, or both sides finished.
+
+A connection's end is logged once (:class:`EndRecord`): the first thing that ended
+it, a FIN or a reset from one side or a close of the proxy's own, is kept when it
+happens (``_ended``, first one wins) and written when the connection is done, or by
+the proxy's stop for one still open then.  A blackholed connection ends when one of
+its sockets closes (that side's FIN or reset, which the proxy does not pass on), or
+when the proxy stops; its reason says it was blackholed.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from typing import Literal, Protocol
 
 from ._rules import Direction, FrameView, Verdict
 from ._stream import FrameSplitter, Unit, VersionTracker
-from ._wirelog import RAW, AttemptOutcome, AttemptRecord, WireLog, WireRecord
+from ._wirelog import RAW, AttemptOutcome, AttemptRecord, EndBy, EndHow, EndRecord, WireLog, WireRecord
 
 __all__ = ["Env", "ProxiedConnection", "SideProtocol", "reset_transport"]
 
@@ -44,6 +51,8 @@ _SOURCE: dict[Direction, Side] = {"c2s": "client", "s2c": "upstream"}
 _TARGET: dict[Direction, Side] = {"c2s": "upstream", "s2c": "client"}
 _OTHER: dict[Side, Side] = {"client": "upstream", "upstream": "client"}
 _DIRECTION_FROM: dict[Side, Direction] = {"client": "c2s", "upstream": "s2c"}
+#: A side as the end log names it.
+_BY: dict[Side, EndBy] = {"client": "client", "upstream": "broker"}
 
 # Stop reading a side while more than this waits in the pipe it feeds (a long Delay on a busy
 # stream must not buffer without bound); read again once it is below the low mark.
@@ -256,6 +265,8 @@ class ProxiedConnection:
         self._connect_task: asyncio.Task[None] | None = None
         self._open_sides: set[Side] = {"client"}
         self._paused: dict[Side, set[str]] = {"client": set(), "upstream": set()}
+        self._end: EndRecord | None = None  # what ended it first (logged once it is done)
+        self._end_logged = False
 
     # -------------------------------------------------------------- upstream
 
@@ -268,9 +279,11 @@ class ProxiedConnection:
         try:
             await asyncio.wait_for(loop.create_connection(lambda: SideProtocol("upstream", self), host, port), timeout)
         except (OSError, TimeoutError) as exc:
-            self._attempt("upstream-unreachable", f"{host}:{port}: {exc or 'connect timed out'}")
+            detail = f"{host}:{port}: {exc or 'connect timed out'}"
+            self._attempt("upstream-unreachable", detail)
             if self.state == "dead":
                 return  # blackholed meanwhile: the client must not hear about it either
+            self._ended("proxy", "fin", f"upstream unreachable: {detail}")
             # A broker that is not there: the client is told by an orderly close (FIN), not a reset.
             self.state = "closed"
             self.pipes["c2s"].discard("upstream unreachable")
@@ -302,6 +315,7 @@ class ProxiedConnection:
 
     def eof(self, side: Side) -> bool:
         """A FIN from ``side``: keep the socket open to finish the other direction (when passing it on)."""
+        self._ended(_BY[side], "fin", None)
         if self.state in ("dead", "closed"):
             return False  # not passed on; asyncio closes that socket
         pipe = self.pipes[_DIRECTION_FROM[side]]
@@ -310,6 +324,10 @@ class ProxiedConnection:
         return True
 
     def lost(self, side: Side, exc: Exception | None) -> None:
+        if exc is None:
+            self._ended(_BY[side], "fin", None)  # no FIN read from it: the proxy closed it, after what ended it
+        else:
+            self._ended(_BY[side], "reset" if isinstance(exc, ConnectionResetError) else "error", str(exc) or None)
         self._open_sides.discard(side)
         self.transports[side] = None
         other = _OTHER[side]
@@ -388,6 +406,7 @@ class ProxiedConnection:
                 transport.resume_reading()  # keep reading: what each end still says goes to the log
 
     def close(self, *, rst: bool, reason: str) -> None:
+        self._ended("proxy", "reset" if rst else "fin", reason)
         self.state = "closed"
         for pipe in self.pipes.values():
             pipe.discard(reason)
@@ -406,11 +425,30 @@ class ProxiedConnection:
         elif not transport.is_closing():
             transport.close()
 
+    def _ended(self, by: EndBy, how: EndHow, reason: str | None) -> None:
+        """Keep what ended the connection, if nothing did before: the first FIN, reset or close wins."""
+        if self._end is not None:
+            return
+        if self.state == "dead":
+            blackholed = f"blackholed by {self.dead_reason}"
+            reason = f"{reason}; {blackholed} before" if by == "proxy" else \
+                f"{reason + '; ' if reason else ''}not passed on: {blackholed}"
+        self._end = EndRecord(self.env.now_ns(), self.index, by, how, reason)
+
+    def log_end(self) -> None:
+        """Log the connection's end (once): when it is done, or when the proxy stopped with it still open."""
+        if self._end_logged:
+            return
+        assert self._end is not None  # a connection is done only after its client side went, which ended it
+        self._end_logged = True
+        self.env.log.add_end(self._end)
+
     def _check_done(self) -> None:
         connecting = self._connect_task is not None and not self._connect_task.done()
         if not self._open_sides and not connecting and not self.done.done():
             self.state = "closed"
             for pipe in self.pipes.values():
                 pipe.discard("connection closed")
+            self.log_end()
             self.done.set_result(None)
             self.env.forget(self)

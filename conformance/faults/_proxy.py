@@ -19,7 +19,7 @@ from cck.codec import DEFAULT_MAX_FRAME_SIZE
 
 from ._conn import ProxiedConnection, SideProtocol, reset_transport
 from ._rules import Blackhole, FrameView, Rule, RuleHandle, Verdict, judge, new_handle, on_accept
-from ._wirelog import AttemptRecord, WireLog, WireRecord, write_jsonl
+from ._wirelog import AttemptRecord, EndRecord, WireLog, WireRecord, write_jsonl
 
 __all__ = ["FaultProxy"]
 
@@ -93,7 +93,8 @@ class FaultProxy:
         self.port = server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
-        """Stop listening and close every connection: orderly first, reset after ``stop_timeout``."""
+        """Stop listening and close every connection: orderly first, reset after ``stop_timeout``.  Every
+        connection's end is logged by the time it returns (one still not done is logged as the proxy ended it)."""
         if not self._started or self._stopping:
             return
         self._stopping = True
@@ -111,6 +112,8 @@ class FaultProxy:
                     if not conn.done.done():
                         conn.close(rst=True, reason="proxy stopped")
                 await asyncio.wait(still, timeout=_ABORT_DEADLINE_S)
+        for conn in conns:
+            conn.log_end()  # done ones logged theirs already
         if server is not None:
             # The listening socket is closed already; only the server's bookkeeping may still wait.
             with contextlib.suppress(TimeoutError):
@@ -189,6 +192,12 @@ class FaultProxy:
         return self.log.attempts
 
     @property
+    def ends(self) -> list[EndRecord]:
+        """How each accepted connection ended, in the order they ended (a live list): one record per connection,
+        logged once it is done (both sockets gone) or the proxy stopped."""
+        return self.log.ends
+
+    @property
     def connections(self) -> int:
         """Connections not yet fully closed."""
         return len(self._conns)
@@ -200,6 +209,9 @@ class FaultProxy:
     def attempts_jsonl(self, path: str | os.PathLike[str]) -> int:
         return write_jsonl(path, [attempt.to_json() for attempt in self.log.attempts])
 
+    def ends_jsonl(self, path: str | os.PathLike[str]) -> int:
+        return write_jsonl(path, [end.to_json() for end in self.log.ends])
+
     async def wait_for_record(self, predicate: Callable[[WireRecord], bool], timeout: float) -> WireRecord:
         """The first wire record matching ``predicate``, waiting up to ``timeout`` s for it."""
         return await self.log.wait_for(predicate, timeout)
@@ -207,6 +219,10 @@ class FaultProxy:
     async def wait_for_attempts(self, count: int, timeout: float) -> list[AttemptRecord]:
         """The attempt log once it has ``count`` entries, waiting up to ``timeout`` s."""
         return await self.log.wait_for_attempts(count, timeout)
+
+    async def wait_for_end(self, conn: int, timeout: float) -> EndRecord:
+        """The end record of connection ``conn``, waiting up to ``timeout`` s for it to be logged."""
+        return await self.log.wait_for_end(conn, timeout)
 
     # ------------------------------------------------------------------ what connections call
 
@@ -228,6 +244,8 @@ class FaultProxy:
             self.log.add_attempt(AttemptRecord(accepted_ns, index, "refused", peer,
                                                "proxy stopping" if self._stopping else None))
             reset_transport(transport)
+            why = "refused: the proxy is stopping" if self._stopping else "refused by RefuseConnections"
+            self.log.add_end(EndRecord(self.now_ns(), index, "proxy", "reset", why))
             return None
         conn = ProxiedConnection(self, index, transport, accepted_ns, peer, dead=outcome == "blackhole")
         self._conns.add(conn)

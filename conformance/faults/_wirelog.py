@@ -1,9 +1,10 @@
-"""The proxy's evidence: one record per frame it saw, one per connection attempt.
+"""The proxy's evidence: one record per frame it saw, one per connection attempt, one per connection end.
 
 Records are appended when their action has happened: a forwarded frame when its
 bytes were handed to the socket (so a delayed frame's record comes late, and
 ``ts_ns - seen_ns`` is the time the proxy held it), a dropped or cut frame at
-once.  Timestamps are the proxy's injected monotonic clock in nanoseconds.
+once, a connection's end once the connection is done (both sockets gone) or the
+proxy stopped.  Timestamps are the proxy's injected monotonic clock in nanoseconds.
 
 Tests wait for evidence with :meth:`WireLog.wait_for` (bounded by a deadline)
 rather than sleeping.
@@ -23,10 +24,14 @@ from cck.conformance.verdicts import NotObserved
 
 from ._rules import Action, Direction
 
-__all__ = ["AttemptOutcome", "AttemptRecord", "WireLog", "WireRecord"]
+__all__ = ["AttemptOutcome", "AttemptRecord", "EndBy", "EndHow", "EndRecord", "WireLog", "WireRecord"]
 
 #: What became of an accepted connection.
 AttemptOutcome = Literal["forwarded", "refused", "upstream-unreachable", "blackholed"]
+#: Who ended a connection first: one of its ends (the broker is the upstream side), or the proxy itself.
+EndBy = Literal["client", "broker", "proxy"]
+#: How: an orderly close (FIN), a reset (RST), or another socket error.
+EndHow = Literal["fin", "reset", "error"]
 
 #: ``type_name`` of a record holding bytes that were not decoded.
 RAW = "RAW"
@@ -103,6 +108,29 @@ class AttemptRecord:
                 "detail": self.detail}
 
 
+@dataclass(frozen=True, slots=True)
+class EndRecord:
+    """How one accepted connection ended: who ended it first, how, and why.
+
+    Exactly one per accepted connection (refused ones included: the proxy reset them), logged once the
+    connection is done (both sockets gone) or, for one still open then, when the proxy stopped.  What the
+    other side did afterwards (the FIN or reset the proxy passed on) is not recorded: it follows from the rules
+    in docs/fault-proxy.md.
+    """
+
+    #: When the first side ended it (its FIN or reset reached the proxy, or the proxy closed it), ns.
+    ts_ns: int
+    conn: int
+    by: EndBy
+    how: EndHow
+    #: The proxy's reason (``"connection cut by CutAfter(...)"``, ``"proxy stopped"``), a socket error's text,
+    #: or that a blackholed connection's end was not passed on; ``None`` for a plain FIN.
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ts_ns": self.ts_ns, "conn": self.conn, "by": self.by, "how": self.how, "reason": self.reason}
+
+
 class _Waiter:
     __slots__ = ("future", "predicate")
 
@@ -117,6 +145,7 @@ class WireLog:
     def __init__(self) -> None:
         self.records: list[WireRecord] = []
         self.attempts: list[AttemptRecord] = []
+        self.ends: list[EndRecord] = []
         self._waiters: list[_Waiter] = []
 
     def add(self, record: WireRecord) -> None:
@@ -130,6 +159,15 @@ class WireLog:
         while index and self.attempts[index - 1].ts_ns > attempt.ts_ns:
             index -= 1
         self.attempts.insert(index, attempt)
+        self._wake()
+
+    def add_end(self, end: EndRecord) -> None:
+        # Logged when a connection is done, which can be long after it ended (a half-closed connection keeps
+        # flowing the other way): the list stays in the order the connections ended.
+        index = len(self.ends)
+        while index and self.ends[index - 1].ts_ns > end.ts_ns:
+            index -= 1
+        self.ends.insert(index, end)
         self._wake()
 
     def _wake(self) -> None:
@@ -180,6 +218,17 @@ class WireLog:
         """The attempt list once it holds at least ``count`` entries."""
         await self.wait_until(lambda: len(self.attempts) >= count, timeout, f"{count} connection attempt(s)")
         return list(self.attempts)
+
+    async def wait_for_end(self, conn: int, timeout: float) -> EndRecord:
+        """The end record of connection ``conn`` (already logged or coming)."""
+
+        def logged() -> EndRecord | None:
+            return next((end for end in self.ends if end.conn == conn), None)
+
+        await self.wait_until(lambda: logged() is not None, timeout, f"end of connection {conn}")
+        end = logged()
+        assert end is not None
+        return end
 
 
 def write_jsonl(path: str | os.PathLike[str], rows: list[dict[str, Any]]) -> int:

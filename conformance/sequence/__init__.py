@@ -1,8 +1,8 @@
 """Sequence diagrams of a run's wire log: client, fault proxy and broker lanes, one arrow per frame, the proxy's
 fault actions, the connections, the history's operations and the anomaly, as a standalone SVG or plain text.
 
-Pure functions of evidence records (the JSON objects of ``wire.jsonl``, ``attempts.jsonl``, ``history.jsonl``,
-``timeline.jsonl`` and ``findings.json``): :func:`diagram` makes the rows, :func:`render_svg` and
+Pure functions of evidence records (the JSON objects of ``wire.jsonl``, ``attempts.jsonl``, ``ends.jsonl``,
+``history.jsonl``, ``timeline.jsonl`` and ``findings.json``): :func:`diagram` makes the rows, :func:`render_svg` and
 :func:`render_text` draw them, :func:`load_records` reads a run's directory.  Fault exploration draws its minimal
 runs with them (``conformance.explore``, docs/exploration.md) and the report draws a case's wire log around its
 fault (``reports._story``, docs/reports.md).

@@ -2,7 +2,7 @@
 fault actions, the connections, the workload's operations and the anomaly, drawn from the run's evidence.
 
 Sans-IO: :func:`diagram` turns the evidence records (the JSON objects of ``wire.jsonl``, ``attempts.jsonl``,
-``history.jsonl``, ``timeline.jsonl`` and ``findings.json``) into rows, and ``_svg.render_svg`` and
+``ends.jsonl``, ``history.jsonl``, ``timeline.jsonl`` and ``findings.json``) into rows, and ``_svg.render_svg`` and
 ``_text.render_text`` turn the rows into a standalone SVG and plain text.  :func:`load_records` is the one
 function that reads files.  Standard library only: fault exploration draws its runs with it, and the report
 draws a case's wire log around its fault with the same functions (``reports`` may import this package).
@@ -13,7 +13,9 @@ What the rows say:
   correlation id, the command id a PACKETS_CONFIRMED confirms, what a REATTACH_SESSION(_RESP) says); an answer
   names what it answers (matched on channel and correlation id, or in order on the channel);
 * the proxy's actions end or mark the arrow at the proxy lane: dropped, cut (the connection reset), delayed,
-  duplicated; refused connects are arrows that end there; a new TCP connection is a line across the lanes;
+  duplicated; refused connects are arrows that end there; a new TCP connection is a line across the lanes, and
+  its end another, marked at the lane of the side that ended it first (client, proxy or broker), with how (FIN,
+  reset, error) and the proxy's reason (evidence without ``ends.jsonl`` draws no ends);
 * the operations (and the faults installed before them) are notes on the client (proxy) lane, the history's
   completions notes on the client lane, the final drain (straight to the broker) a section of notes;
 * the anomaly's key is named in the header, and every frame and note of that key is drawn in red;
@@ -33,8 +35,8 @@ from typing import Any, Literal
 
 __all__ = ["Diagram", "Row", "RowKind", "RunRecords", "diagram", "frame_facts", "load_records", "ms_label"]
 
-RowKind = Literal["frame", "group", "note", "boundary", "refused", "section", "elided", "anomaly"]
-Lane = Literal["client", "proxy"]
+RowKind = Literal["frame", "group", "note", "boundary", "refused", "end", "section", "elided", "anomaly"]
+Lane = Literal["client", "proxy", "broker"]
 
 #: Frames drawn grey: flow control, confirmations and pings (a run of them is one row).
 CHATTER = frozenset({"PING", "PACKETS_CONFIRMED", "SESS_PRODUCER_REQUEST_CREDITS", "SESS_PRODUCER_CREDITS",
@@ -71,6 +73,8 @@ class RunRecords:
     title: str = "run"
     #: What drew it, the header's first words ("cck explore", "case reattach.cut.9").
     heading: str = "cck explore"
+    #: How each connection ended (``ends.jsonl``; empty in evidence older than it: no ends drawn).
+    ends: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +84,12 @@ class Row:
     kind: RowKind
     text: str
     t_ns: int | None = None
-    #: A note's lane.
+    #: A note's lane; for an end, the lane of the side that ended the connection.
     lane: Lane | None = None
     #: A frame's direction (``c2s``, ``s2c``; a group's may be ``both``).
     direction: str | None = None
-    #: A frame's fate at the proxy: forwarded, dropped, delayed, duplicated, cut.
+    #: A frame's fate at the proxy: forwarded, dropped, delayed, duplicated, cut; how a connection ended: fin,
+    #: reset, error.
     action: str = "forwarded"
     #: What the proxy did to it, in words (empty: forwarded as is).
     effect: str = ""
@@ -353,6 +358,30 @@ def _attempt_rows(attempts: Sequence[Mapping[str, Any]]) -> list[tuple[int, Row]
     return out
 
 
+_LANES: dict[str, Lane] = {"client": "client", "proxy": "proxy", "broker": "broker"}
+_CUT_BY = re.compile(r"\bconnection cut by (\w+\(.*\))")
+
+
+def _end_rows(ends: Sequence[Mapping[str, Any]], attempts: Sequence[Mapping[str, Any]]) -> list[tuple[int, Row]]:
+    """Each connection's end at its time, at the lane of the side that ended it first; a refused connect's end is
+    its refused row already."""
+    refused = {attempt.get("conn") for attempt in attempts if attempt.get("outcome") == "refused"}
+    out: list[tuple[int, Row]] = []
+    for end in ends:
+        conn = _int(end.get("conn"))
+        if conn in refused:
+            continue
+        by, how, reason = str(end.get("by", "?")), str(end.get("how", "?")), end.get("reason")
+        ended = {"fin": f"closed by the {by} (FIN)", "reset": f"reset by the {by}", "error": f"failed at the {by}"}
+        text = f"TCP connection {conn} " + ended.get(how, f"ended by the {by} ({how})")
+        if reason:
+            text += ": " + _CUT_BY.sub(lambda found: "cut by " + _short_rule(found.group(1)), str(reason))
+        ts = _int(end.get("ts_ns")) or 0
+        out.append((ts, Row("end", text, ts, lane=_LANES.get(by, "proxy"), action=how,
+                            detail=json.dumps(dict(end), sort_keys=True), conn=conn)))
+    return out
+
+
 def _history_rows(history: Sequence[Mapping[str, Any]], name: Callable[[str], str],
                   marked: Mapping[str, str]) -> list[tuple[int, Row]]:
     out: list[tuple[int, Row]] = []
@@ -509,7 +538,8 @@ def diagram(records: RunRecords, *, max_rows: int = 400, context: int = 3,
     timed: list[tuple[int, int, int, Row]] = []
     for rank, source in enumerate((_timeline_rows(records.timeline), _attempt_rows(records.attempts),
                                    _frames(records.wire, name, marked),
-                                   _history_rows(records.history, name, marked))):
+                                   _history_rows(records.history, name, marked),
+                                   _end_rows(records.ends, records.attempts))):
         timed.extend((ts, rank, index, row) for index, (ts, row) in enumerate(source))
     timed.sort(key=lambda item: item[:3])
     t0 = timed[0][0] if timed else 0
@@ -554,7 +584,7 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def load_records(directory: Path, title: str | None = None) -> RunRecords:
     """The records of a run's evidence directory (``minimal/``, ``confirmation/``, ``replay/``); missing files
-    are empty."""
+    are empty (``ends.jsonl`` is missing from evidence older than it)."""
     findings_file = directory / "findings.json"
     findings = json.loads(findings_file.read_text(encoding="utf-8")) if findings_file.is_file() else {}
     example_file = directory / "example.json"
@@ -563,4 +593,4 @@ def load_records(directory: Path, title: str | None = None) -> RunRecords:
         example = example["example"]
     return RunRecords(example, _read_jsonl(directory / "wire.jsonl"), _read_jsonl(directory / "attempts.jsonl"),
                       _read_jsonl(directory / "history.jsonl"), _read_jsonl(directory / "timeline.jsonl"), findings,
-                      title or f"{directory.name} run")
+                      title or f"{directory.name} run", ends=_read_jsonl(directory / "ends.jsonl"))

@@ -19,7 +19,9 @@ _CHAR = 6.6  # the width of a character of the 11 px monospace font
 _RED, _GREY, _INK, _FAULT = "#c62828", "#9e9e9e", "#212121", "#d84315"
 _LEGEND = ("arrow: a frame the proxy forwarded;  X at the proxy: dropped;  red bar: cut (the proxy resets the "
            "connection);  clock: delayed;  double line: duplicated;  grey: flow control and pings;  red: the "
-           "anomaly's key;  hover a row for the whole frame")
+           "anomaly's key;  blue line: a connection opened;  thin dashed line with a circle: a connection's end, "
+           "at the side that ended it (open circle: FIN, filled: reset or error);  hover a row for the whole frame")
+_BLUE = "#1565c0"
 
 
 def _fit(text: str, width: float) -> str:
@@ -101,6 +103,22 @@ def _svg_frame(row: Row, y: float) -> list[str]:
     return out
 
 
+def _svg_end(row: Row, y: float) -> list[str]:
+    """A connection's end: a thin dashed line across the lanes, a circle at the lane of the side that ended it (open:
+    FIN; filled: reset or error) and the words beside it."""
+    colour = _BLUE if row.action == "fin" else _FAULT
+    x = _X[row.lane or "proxy"]
+    room = x - 12 - _X_NOTE if row.lane == "broker" else _W - 10 - (x + 12)
+    width = min(len(row.text) * _CHAR + 12, room)
+    left = x - 12 - width if row.lane == "broker" else x + 12
+    return [_line(_X["client"], y, _X["broker"], y, colour, dash=True, width=1.0),
+            f'<circle cx="{x}" cy="{y:.1f}" r="5" fill="{"white" if row.action == "fin" else colour}" '
+            f'stroke="{colour}" stroke-width="1.6"/>',
+            f'<rect x="{left:.1f}" y="{y - 8:.1f}" width="{width:.1f}" height="16" rx="3" fill="white" '
+            f'stroke="{colour}"/>',
+            _t(left + 6, y + 4, row.text, cls="lbl b", fill=colour, width=width - 12)]
+
+
 def _svg_row(row: Row, y: float) -> list[str]:
     out: list[str] = []
     if row.kind in ("frame", "group", "refused"):
@@ -121,11 +139,13 @@ def _svg_row(row: Row, y: float) -> list[str]:
         cls = "lbl" + (" b" if operation or red else "") + (" m" if row.muted else "")
         out.append(_t(_X_NOTE + 5, y + 4, row.text, cls=cls, fill=_RED if red else None, width=120 * _CHAR))
     elif row.kind == "boundary":
-        out.append(_line(_X_NOTE, y, _W - 10, y, "#1565c0", dash=True, width=1.5))
+        out.append(_line(_X_NOTE, y, _W - 10, y, _BLUE, dash=True, width=1.5))
         width = len(row.text) * _CHAR + 16
         out.append(f'<rect x="{_X["proxy"] - width / 2:.1f}" y="{y - 8}" width="{width:.1f}" height="16" '
-                   f'fill="#e3f2fd" stroke="#1565c0"/>')
-        out.append(_t(_X["proxy"], y + 4, row.text, anchor="middle", cls="lbl b", fill="#1565c0"))
+                   f'fill="#e3f2fd" stroke="{_BLUE}"/>')
+        out.append(_t(_X["proxy"], y + 4, row.text, anchor="middle", cls="lbl b", fill=_BLUE))
+    elif row.kind == "end":
+        out += _svg_end(row, y)
     elif row.kind == "section":
         out.append(f'<rect x="{_X_NOTE}" y="{y - 9}" width="{_W - _X_NOTE - 10}" height="{_ROW - 2}" fill="#eceff1"/>')
         out.append(_t(_X_NOTE + 6, y + 4, row.text, cls="lbl b", fill="#37474f"))

@@ -8,6 +8,8 @@ __all__ = ["render_text"]
 
 _TX = {"client": 0, "proxy": 30, "broker": 60}
 _TEXT_WIDTH = 61
+#: A connection's end at the lane of the side that ended it: FIN, reset, another error.
+_END_MARK = {"fin": "F", "reset": "R"}
 
 
 def _text_art(row: Row) -> str:
@@ -39,6 +41,9 @@ def _text_art(row: Row) -> str:
             cells[_TX["proxy"]] = "@"
     elif row.kind == "boundary":
         cells = ["="] * _TEXT_WIDTH
+    elif row.kind == "end":
+        cells = ["_" if cell == " " else cell for cell in cells]
+        cells[_TX[row.lane or "proxy"]] = _END_MARK.get(row.action, "E")
     elif row.kind in ("section", "anomaly"):
         cells = ["~" if row.kind == "section" else "!"] * _TEXT_WIDTH
     elif row.kind == "elided":
@@ -57,7 +62,8 @@ def render_text(d: Diagram) -> str:
     if d.legend:
         lines.append(d.legend)
     lines.append("legend: -> forwarded, X dropped at the proxy, # cut (connection reset), @ delayed, = duplicated, "
-                 ".. collapsed flow control and pings, * a note, !! the anomaly")
+                 ".. collapsed flow control and pings, * a note, !! the anomaly, ==== a connection opened, "
+                 "__F__ / __R__ / __E__ a connection's end (FIN, reset, error) at the side that ended it")
     lines.append("")
     lines.append(f"{'time':>10}  {'client':<30}{'proxy':<30}broker")
     for row in d.rows:

@@ -72,6 +72,7 @@ async def proxied(target: Target, evidence: CaseEvidence) -> AsyncIterator[Fault
         await proxy.stop()
         evidence.wire(proxy.wire_log)
         evidence.attempts(proxy.attempts)
+        evidence.ends(proxy.ends)
 
 
 async def wait_event(connection: Connection, kinds: Iterable[str], timeout: float) -> FailoverEvent:

@@ -173,6 +173,7 @@ class Disruption:
         if self.proxy is not None:
             evidence.wire(self.proxy.wire_log, label=self.trigger)
             evidence.attempts(self.proxy.attempts, label=self.trigger)
+            evidence.ends(self.proxy.ends, label=self.trigger)
 
 
 @asynccontextmanager

@@ -367,6 +367,7 @@ def test_a_commit_cut_off_by_failover(case: Case, cck_make_target: MakeTarget, c
     def wire() -> None:
         evidence.wire(proxy.wire_log, label="commit-in-flight")
         evidence.attempts(proxy.attempts, label="commit-in-flight")
+        evidence.ends(proxy.ends, label="commit-in-flight")
 
     async def scenario() -> None:
         async with (judged(history, evidence, label="commit-in-flight", before=wire), proxy,

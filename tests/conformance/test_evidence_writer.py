@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from cck.conformance.evidence import CaseEvidence, EvidenceWriter, case_rows, schema
-from cck.conformance.faults._wirelog import AttemptRecord, WireRecord
+from cck.conformance.faults import AttemptRecord, EndRecord, WireRecord
 from cck.conformance.oracles import Attempt, History, Tolerance, check, check_schedule, reverify
 
 
@@ -19,6 +19,8 @@ def _evidence() -> CaseEvidence:
                               size=4, confirmable=False, action="forwarded", packet=None, error="short")],
                   label="proxy")
     evidence.attempts([AttemptRecord(ts_ns=1, conn=1, outcome="refused", peer="127.0.0.1:5")])
+    evidence.ends([EndRecord(ts_ns=2, conn=1, by="proxy", how="reset", reason="refused by RefuseConnections"),
+                   EndRecord(ts_ns=9, conn=2, by="broker", how="fin")], label="proxy")
     history = History()
     history.invoke("p1", "send", "m1", time_ns=1)
     history.ok("p1", "send", "m1", time_ns=2)
@@ -32,12 +34,14 @@ def _evidence() -> CaseEvidence:
 
 def test_every_row_validates() -> None:
     rows = case_rows("run-1", "demo.ev.1", _evidence())
-    assert {kind for kind, found in rows.items() if found} == {"wire", "attempt", "history", "history_result",
-                                                               "timing", "note"}
+    assert {kind for kind, found in rows.items() if found} == {"wire", "attempt", "end", "history",
+                                                               "history_result", "timing", "note"}
     for kind, found in rows.items():
         for row in found:
             assert schema.validate(row) == [], (kind, row)
     assert rows["wire"][0]["label"] == "proxy"
+    assert [(row["label"], row["conn"], row["by"], row["how"], row["reason"]) for row in rows["end"]] == [
+        ("proxy", 1, "proxy", "reset", "refused by RefuseConnections"), ("proxy", 2, "broker", "fin", None)]
     assert [row["index"] for row in rows["history"]] == [0, 1]
 
 
@@ -63,7 +67,7 @@ def test_validate_names_each_problem() -> None:
     assert "field 'schema_version': 2, this schema is 1" in problems
     assert "field 'surprise' is not in schema note v1" in problems
     assert schema.validate({"kind": "nope"}) == ["unknown record kind 'nope' (known: run, case, wire, attempt, "
-                                                 "history, history_result, timing, note)"]
+                                                 "end, history, history_result, timing, note)"]
 
 
 def test_schema_imports_only_the_standard_library() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,91 @@ def test_the_proxy_actions_are_marked_at_the_proxy_lane() -> None:
     dropped, answered = [line for line in text.splitlines() if "SESS_SEND" in line or "NULL_RESPONSE" in line][-2:]
     assert "|" + "-" * 29 + "X" + " " * 29 + "|" in dropped  # ends at the proxy's column
     assert "|<" + "-" * 58 + "|" in answered
+
+
+CUT_RULE = "CutAfter(confirmable_commands=2, direction='c2s', channel=None, packet_types=None)"
+#: Connection 1 cut by the proxy, 2 refused, 3 closed by the broker, 4 reset by the client.
+ENDED = RunRecords(
+    wire=[_frame(1, "c2s", "SESS_SEND", _send("a", -2)),
+          _frame(2, "c2s", "SESS_COMMIT", "SessionCommitMessage(correlation_id=-4)", action="cut", rule=CUT_RULE),
+          _frame(5, "c2s", "SESS_SEND", _send("b", -2), conn=3),
+          _frame(6, "s2c", "NULL_RESPONSE", "NullResponseMessage(correlation_id=-2)", conn=3),
+          _frame(9, "c2s", "SESS_SEND", _send("c", -2), conn=4)],
+    attempts=[{"ts_ns": 0, "conn": 1, "outcome": "forwarded", "peer": "p"},
+              {"ts_ns": 3_000_000, "conn": 2, "outcome": "refused", "peer": "p", "detail": None},
+              {"ts_ns": 4_000_000, "conn": 3, "outcome": "forwarded", "peer": "p"},
+              {"ts_ns": 8_000_000, "conn": 4, "outcome": "forwarded", "peer": "p"}],
+    ends=[{"ts_ns": 2_000_000, "conn": 1, "by": "proxy", "how": "reset", "reason": f"connection cut by {CUT_RULE}"},
+          {"ts_ns": 3_000_000, "conn": 2, "by": "proxy", "how": "reset", "reason": "refused by RefuseConnections"},
+          {"ts_ns": 7_000_000, "conn": 3, "by": "broker", "how": "fin", "reason": None},
+          {"ts_ns": 10_000_000, "conn": 4, "by": "client", "how": "reset",
+           "reason": "[Errno 104] Connection reset by peer"}])
+
+
+def test_a_connections_end_is_drawn_at_its_time_by_the_side_that_ended_it() -> None:
+    rows = _rows(ENDED)
+    assert [(r.kind, r.text) for r in rows if r.kind != "frame"] == [
+        ("boundary", "TCP connection 1 opened"),
+        ("end", "TCP connection 1 reset by the proxy: cut by CutAfter(2, c2s)"),
+        ("refused", "connect 2 refused by the proxy (RefuseConnections)"),  # its end is this row: not drawn again
+        ("boundary", "TCP connection 3 opened: the client reconnected"),
+        ("end", "TCP connection 3 closed by the broker (FIN)"),
+        ("boundary", "TCP connection 4 opened: the client reconnected"),
+        ("end", "TCP connection 4 reset by the client: [Errno 104] Connection reset by peer")]
+    ends = [(r.t_ns, r.lane, r.action, r.conn) for r in rows if r.kind == "end"]
+    assert ends == [(2_000_000, "proxy", "reset", 1), (7_000_000, "broker", "fin", 3),
+                    (10_000_000, "client", "reset", 4)]
+    kinds = [(r.kind, r.conn) for r in rows]
+    # each end right after its connection's last frame, before what came next
+    assert kinds.index(("end", 1)) == kinds.index(("frame", 1)) + 2  # the SESS_SEND, the cut, then the end
+    assert kinds.index(("end", 3)) == kinds.index(("frame", 3)) + 2  # the send, the broker's answer, its FIN
+    assert kinds.index(("end", 3)) + 1 == kinds.index(("boundary", 4))
+    assert json.loads(rows[kinds.index(("end", 3))].detail) == ENDED.ends[2]
+
+
+def test_the_text_and_svg_draw_each_end_on_its_lane() -> None:
+    drawn = diagram(ENDED)
+    lines = render_text(drawn).splitlines()
+    cut = next(i for i, line in enumerate(lines) if "SESS_COMMIT" in line)
+    assert lines[cut + 1] == ("      +2ms  |" + "_" * 29 + "R" + "_" * 29 + "|  TCP connection 1 reset by the proxy: "
+                              "cut by CutAfter(2, c2s)")
+    broker_fin = next(line for line in lines if "TCP connection 3 closed" in line)
+    assert "|" + "_" * 29 + "|" + "_" * 29 + "F  TCP connection 3 closed by the broker (FIN)" in broker_fin
+    client_reset = next(line for line in lines if "TCP connection 4 reset" in line)
+    assert "  R" + "_" * 29 + "|" + "_" * 29 + "|  TCP connection 4 reset by the client" in client_reset
+    assert lines.index(broker_fin) < next(i for i, line in enumerate(lines) if "TCP connection 4 opened" in line)
+
+    svg = ET.fromstring(render_svg(drawn))
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = [t.text or "" for t in svg.iter(f"{ns}text")]
+    assert "TCP connection 1 reset by the proxy: cut by CutAfter(2, c2s)" in texts
+    assert "TCP connection 3 closed by the broker (FIN)" in texts
+    assert not any("TCP connection 2" in t for t in texts)
+    # the marks: at the proxy (filled: a reset), the broker (open: a FIN) and the client lane, in that order
+    circles = [(c.get("cx"), c.get("fill")) for c in svg.iter(f"{ns}circle")]
+    assert circles == [("740", "#d84315"), ("1080", "white"), ("400", "#d84315")]
+    rows = {g.findtext(f"{ns}title"): g for g in svg.iter(f"{ns}g")}
+    ended = rows[json.dumps(ENDED.ends[2], sort_keys=True)]
+    assert [t.text for t in ended.iter(f"{ns}text")] == ["+7ms", "TCP connection 3 closed by the broker (FIN)"]
+
+
+def test_an_end_by_a_socket_error_says_so() -> None:
+    drawn = diagram(RunRecords(wire=[_frame(1, "c2s", "SESS_SEND", _send("a", -2))],
+                               ends=[{"ts_ns": 4_000_000, "conn": 1, "by": "broker", "how": "error",
+                                      "reason": "[Errno 110] Connection timed out"}]))
+    (end,) = [r for r in drawn.rows if r.kind == "end"]
+    assert (end.text, end.lane, end.t_ns) == ("TCP connection 1 failed at the broker: [Errno 110] Connection timed "
+                                              "out", "broker", 3_000_000)
+    line = next(line for line in render_text(drawn).splitlines() if "failed at the broker" in line)
+    assert "|" + "_" * 29 + "|" + "_" * 29 + "E  TCP connection 1 failed" in line
+
+
+def test_evidence_without_ends_draws_no_ends() -> None:
+    rows = _rows(replace(ENDED, ends=()))
+    assert not [r for r in rows if r.kind == "end"]
+    assert [r.text for r in rows if r.kind == "boundary"] == [
+        "TCP connection 1 opened", "TCP connection 3 opened: the client reconnected",
+        "TCP connection 4 opened: the client reconnected"]
 
 
 def test_operations_faults_and_history_are_notes_in_time_order() -> None:
@@ -216,13 +302,18 @@ def test_the_evidence_files_load_into_the_same_diagram(tmp_path: Path) -> None:
                          attempts=[{"ts_ns": 0, "conn": 1, "outcome": "forwarded", "peer": "p"}],
                          history=[_op(2, "plain", "ok", "send", k1)],
                          timeline=[{"ts_ns": 0, "event": "operation", "text": "send", "index": 0}],
-                         findings=_lost(k1), title="minimal run")
+                         findings=_lost(k1), title="minimal run",
+                         ends=[{"ts_ns": 3_000_000, "conn": 1, "by": "client", "how": "fin", "reason": None}])
     for name, rows in (("wire", records.wire), ("attempts", records.attempts), ("history", records.history),
-                       ("timeline", records.timeline)):
+                       ("timeline", records.timeline), ("ends", records.ends)):
         (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (tmp_path / "findings.json").write_text(json.dumps(records.findings))
     (tmp_path / "example.json").write_text(json.dumps({"seed": 1, "example": EXAMPLE.to_dict()}))
-    assert diagram(load_records(tmp_path, "minimal run")) == diagram(records)
+    loaded = diagram(load_records(tmp_path, "minimal run"))
+    assert loaded == diagram(records)
+    assert loaded.rows[-2].text == "TCP connection 1 closed by the client (FIN)"  # then the anomaly's row
+    (tmp_path / "ends.jsonl").unlink()  # evidence older than ends.jsonl
+    assert diagram(load_records(tmp_path, "minimal run")) == diagram(replace(records, ends=()))
 
 
 def test_a_key_sent_or_received_again_says_so() -> None:

@@ -74,6 +74,15 @@ def test_a_tiny_example_runs_reattaches_and_is_clean() -> None:
     notes = [r.text for r in rows if r.kind == "note" and r.lane == "client" and r.text.startswith("op ")]
     assert notes == [f"op {i}: {op.describe()}" for i, op in enumerate(TINY.workload.operations)]
     assert "final drain" in render_text(diagram(records_of(outcome, "e2e run")))
+    # every connection the proxy accepted ended once; the cut one by the proxy, where the cut is drawn
+    assert sorted(end["conn"] for end in outcome.ends) == [attempt["conn"] for attempt in outcome.attempts]
+    cut_conn = next(record["conn"] for record in outcome.wire if record["action"] == "cut")
+    cut_end = next(end for end in outcome.ends if end["conn"] == cut_conn)
+    assert (cut_end["by"], cut_end["how"]) == ("proxy", "reset")
+    assert cut_end["reason"].startswith("connection cut by CutAfter(")
+    ended = next(i for i, r in enumerate(rows) if i > cut and r.kind == "end")
+    assert rows[ended].text.startswith(f"TCP connection {cut_conn} reset by the proxy: cut by CutAfter(")
+    assert ("boundary", "forwarded") in kinds[ended:]  # drawn at the cut, before the client reconnected
 
 
 def test_an_exception_in_the_kit_is_a_kit_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,6 +9,7 @@ import contextlib
 import json
 import socket
 import struct
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -527,6 +528,189 @@ def test_cut_all_closes_with_rst_or_fin(rst: bool, expect_reset: bool) -> None:
             else:
                 assert await read_until_closed(reader) == b""
             writer.close()
+
+    run(scenario)
+
+
+# ---------------------------------------------------------------------- connection ends
+
+
+class Closer:
+    """An upstream that reads until it has ``after`` bytes, then closes its socket: with a FIN, or a reset."""
+
+    def __init__(self, after: int, *, rst: bool) -> None:
+        self.after = after
+        self.rst = rst
+        self.closed_ns: list[int] = []
+        self._server: asyncio.Server | None = None
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        port: int = self._server.sockets[0].getsockname()[1]
+        return port
+
+    async def __aenter__(self) -> Closer:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readexactly(self.after)
+        self.closed_ns.append(time.monotonic_ns())
+        if self.rst:
+            reset(writer)
+        else:
+            writer.close()
+
+
+def reset(writer: asyncio.StreamWriter) -> None:
+    """Close with RST (SO_LINGER 0)."""
+    writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
+
+
+def test_a_client_fin_ends_the_connection_by_the_client() -> None:
+    hello = PREAMBLE + frames((Ping(1), 0))
+
+    async def scenario() -> None:
+        async with Recorder(farewell=b"") as upstream, FaultProxy("127.0.0.1", upstream.port) as proxy:
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+            writer.write(hello)
+            await upstream.wait_bytes(len(hello))
+            before = time.monotonic_ns()
+            writer.write_eof()
+            assert await read_until_closed(reader) == b""  # the broker answered the FIN passed on with its own
+            after = time.monotonic_ns()
+            writer.close()
+            end = await proxy.wait_for_end(1, WAIT_S)
+            assert (end.conn, end.by, end.how, end.reason) == (1, "client", "fin", None)
+            assert before <= end.ts_ns <= after  # the client's FIN, not the broker's answer or the last close
+            assert proxy.ends == [end]
+
+    run(scenario)
+
+
+@pytest.mark.parametrize(("rst", "how"), [(False, "fin"), (True, "reset")])
+def test_a_broker_close_ends_the_connection_by_the_broker(rst: bool, how: str) -> None:
+    hello = PREAMBLE + frames((Ping(1), 0))
+
+    async def scenario() -> None:
+        async with Closer(len(hello), rst=rst) as upstream, FaultProxy("127.0.0.1", upstream.port) as proxy:
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+            writer.write(hello)
+            if rst:  # passed on as a reset
+                with pytest.raises(ConnectionResetError):
+                    await read_until_closed(reader)
+            else:
+                assert await read_until_closed(reader) == b""
+            writer.close()
+            end = await proxy.wait_for_end(1, WAIT_S)
+            assert (end.by, end.how) == ("broker", how)
+            assert end.ts_ns >= upstream.closed_ns[0]
+            assert (end.reason is None) == (not rst)  # a reset says the socket's error
+            assert len(proxy.ends) == 1
+
+    run(scenario)
+
+
+def test_a_client_reset_ends_the_connection_by_the_client_and_is_passed_on() -> None:
+    hello = PREAMBLE + frames((Ping(1), 0))
+
+    async def scenario() -> None:
+        async with Recorder() as upstream, FaultProxy("127.0.0.1", upstream.port) as proxy:
+            _, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+            writer.write(hello)
+            await upstream.wait_bytes(len(hello))
+            reset(writer)
+            assert isinstance(await upstream.wait_error(), ConnectionResetError)
+            end = await proxy.wait_for_end(1, WAIT_S)
+            assert (end.by, end.how) == ("client", "reset")
+            assert "reset" in (end.reason or "")
+
+    run(scenario)
+
+
+def test_a_cut_ends_the_connection_by_the_proxy_naming_the_rule() -> None:
+    async def scenario() -> None:
+        async with Recorder() as upstream, FaultProxy("127.0.0.1", upstream.port) as proxy:
+            rule = CutAfter(1, packet_types={"PING"})
+            proxy.add(rule)
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+            writer.write(PREAMBLE + frames((Ping(1), 0), (Ping(2), 0)))
+            with pytest.raises(ConnectionResetError):
+                await read_until_closed(reader)
+            cut = await proxy.wait_for_record(lambda r: r.action == "cut", WAIT_S)
+            end = await proxy.wait_for_end(1, WAIT_S)
+            assert (end.by, end.how, end.reason) == ("proxy", "reset", f"connection cut by {rule!r}")
+            assert end.ts_ns >= cut.ts_ns
+            writer.close()
+
+    run(scenario)
+
+
+def test_every_connection_ends_exactly_once(tmp_path: Path) -> None:
+    """Connections of every fate: refused, cut by cut_all, closed by the client, blackholed then closed by the
+    client, blackholed and open at stop, open at stop; each has one end, and stop logs the ones still open."""
+    hello = PREAMBLE + frames((Ping(1), 0))
+    out = tmp_path / "ends.jsonl"
+
+    async def opened(proxy: FaultProxy, upstream: Recorder) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(hello)
+        await upstream.wait_bytes(len(upstream.data) + len(hello))
+        return reader, writer
+
+    async def scenario() -> None:
+        async with Recorder(farewell=b"") as upstream:
+            proxy = FaultProxy("127.0.0.1", upstream.port, stop_timeout=2.0)
+            await proxy.start()
+            refusal = proxy.add(RefuseConnections(count=1))
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)  # 1: refused
+            with pytest.raises(ConnectionResetError):
+                await read_until_closed(reader)
+            writer.close()
+            proxy.remove(refusal)
+            cut_reader, cut_writer = await opened(proxy, upstream)  # 2: cut_all (the only one open then)
+            assert proxy.cut_all(rst=False) == 1
+            assert await read_until_closed(cut_reader) == b""
+            cut_writer.close()
+            _, closing = await opened(proxy, upstream)  # 3: the client closes
+            closing.close()
+            await proxy.wait_for_end(3, WAIT_S)
+            dead_reader, dead_closing = await opened(proxy, upstream)  # 4: blackholed, then the client closes
+            _, dead_open = await opened(proxy, upstream)  # 5: blackholed, still open at stop
+            assert proxy.blackhole_all() == 2
+            dead_closing.write_eof()
+            assert await read_until_closed(dead_reader) == b""  # not passed on: the proxy just closed that socket
+            dead_closing.close()
+            _, live = await opened(proxy, upstream)  # 6: open at stop
+            # 4's broker side is still open (nothing told it): its end is logged once it is done, here at stop
+            assert [end.conn for end in proxy.ends] == [1, 2, 3]
+            await asyncio.wait_for(proxy.stop(), 4.0)
+            await proxy.stop()  # idempotent: nothing logged twice
+            for writer in (dead_open, live):
+                writer.close()
+            assert proxy.ends_jsonl(out) == 6
+
+        ends = {end.conn: end for end in proxy.ends}
+        assert sorted(ends) == [a.conn for a in proxy.attempts] == [1, 2, 3, 4, 5, 6]
+        assert len(proxy.ends) == 6
+        assert [end.ts_ns for end in proxy.ends] == sorted(end.ts_ns for end in proxy.ends)
+        assert {conn: (e.by, e.how, e.reason) for conn, e in ends.items()} == {
+            1: ("proxy", "reset", "refused by RefuseConnections"),
+            2: ("proxy", "fin", "cut_all"),
+            3: ("client", "fin", None),
+            4: ("client", "fin", "not passed on: blackholed by blackhole_all"),
+            5: ("proxy", "fin", "proxy stopped; blackholed by blackhole_all before"),
+            6: ("proxy", "fin", "proxy stopped"),
+        }
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert rows == [end.to_json() for end in proxy.ends]
+        assert set(rows[0]) == {"ts_ns", "conn", "by", "how", "reason"}
 
     run(scenario)
 
