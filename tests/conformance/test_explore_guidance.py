@@ -7,6 +7,7 @@ import io
 from typing import Any
 
 from cck.conformance.explore import (
+    RECENT_NS,
     CutAfterCommands,
     Example,
     ExploreConfig,
@@ -38,7 +39,7 @@ def test_commands_after_the_last_confirmation_on_a_cut_connection_are_exposed() 
         _row(1, 7, "c2s", "SESS_SEND", durable=True, action="dropped"),  # never reached the broker
         _row(1, 8, "s2c", "SESS_PRODUCER_CREDITS", action="cut"),
     ]
-    assert exposure(wire) == Exposure(unconfirmed=3, durable_sends=1)
+    assert exposure(wire) == Exposure(unconfirmed=3, durable_sends=1, recent_durable_sends=1)
 
 
 def test_a_confirmation_the_proxy_did_not_pass_on_still_counts_as_the_brokers() -> None:
@@ -53,7 +54,16 @@ def test_a_connection_that_was_not_cut_exposes_nothing_and_the_most_exposed_conn
     broken = [_row(2, 10 + n, "c2s", "SESS_SEND", durable=True) for n in range(2)]
     broken.append(_row(2, 20, "c2s", "SESS_SEND", durable=True, action="cut"))
     assert exposure(unbroken) == Exposure(0, 0)
-    assert exposure(unbroken + broken) == Exposure(2, 2)
+    assert exposure(unbroken + broken) == Exposure(2, 2, 2)
+
+
+def test_only_durable_sends_within_a_journal_write_of_the_cut_are_recent() -> None:
+    cut_ns = 10 * RECENT_NS
+    wire = [_row(1, cut_ns - RECENT_NS - 1, "c2s", "SESS_SEND", durable=True),  # long enough ago to be written
+            _row(1, cut_ns - RECENT_NS, "c2s", "SESS_SEND", durable=True),
+            _row(1, cut_ns - 1, "c2s", "SESS_SEND", durable=True),
+            _row(1, cut_ns, "s2c", "NULL_RESPONSE", action="cut")]
+    assert exposure(wire) == Exposure(3, 3, 2)
 
 
 def _wire_of(example: Example) -> tuple[dict[str, Any], ...]:

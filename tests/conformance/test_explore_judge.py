@@ -3,7 +3,9 @@ conforming history is clean; what a conforming broker may do under faults is not
 
 from __future__ import annotations
 
-from cck.conformance.explore import Anomaly, Unanswered, judge
+from cck.codec import CoreMessage, SessionSendMessage, TypedProperties
+from cck.conformance.explore import Anomaly, Unanswered, dropped_sends, judge
+from cck.conformance.faults import WireRecord
 from cck.conformance.oracles import History
 
 
@@ -21,6 +23,31 @@ def test_a_confirmed_send_never_received_is_lost() -> None:
     assert verdict.findings == ("1 lost: confirmed, never received (k2)",)
     assert verdict.anomalies == (Anomaly("lost", "k2"),)  # what the sequence diagram marks
     assert verdict.to_dict()["anomalies"] == [{"kind": "lost", "key": "k2"}]
+
+
+def test_a_send_the_proxy_dropped_is_not_lost_by_the_broker() -> None:
+    # a transaction's sends get no answer of their own: one the proxy dropped is committed as if sent
+    history = History()
+    _sent(history, "k1", "k2")
+    verdict = judge(history, drain_complete=True, desynchronised=True, dropped=frozenset({"k1"}))
+    assert verdict.findings == ("1 lost: confirmed, never received (k2)",)
+    assert verdict.anomalies == (Anomaly("lost", "k2"),)
+    assert any("k1; not counted: the proxy dropped every frame" in note for note in verdict.notes)
+
+
+def _send_frame(key: str, action: str, direction: str = "c2s") -> WireRecord:
+    message = CoreMessage(body=key.encode(), address="q", durable=True,
+                          properties=TypedProperties.of({"key": key}))
+    return WireRecord(1, 1, 1, direction, 1, 10, "SESS_SEND", 100, True, action,  # type: ignore[arg-type]
+                      SessionSendMessage(message=message, requires_response=False))
+
+
+def test_only_keys_whose_every_send_frame_was_dropped_count_as_dropped() -> None:
+    records = [_send_frame("k1", "dropped"),
+               _send_frame("k2", "dropped"), _send_frame("k2", "forwarded"),  # replayed after a reattach
+               _send_frame("k3", "delayed"),
+               _send_frame("k4", "dropped", direction="s2c")]  # not toward the broker
+    assert dropped_sends(records) == {"k1"}
 
 
 def test_without_a_complete_drain_nothing_is_judged_lost() -> None:

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import io
 import json
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from cck.conformance.explore import (
     Example,
@@ -20,6 +23,7 @@ from cck.conformance.explore import (
     replay_until_found,
     write_outcome,
 )
+from cck.conformance.explore._explore import HistorySpool
 from cck.conformance.oracles import History
 
 
@@ -182,8 +186,8 @@ def test_one_runs_evidence_has_its_diagram_and_for_a_finding_its_case(tmp_path: 
     write_outcome(tmp_path / "clean", _clean(example), config, title="replay")
     write_outcome(tmp_path / "replay", _bug(example), config, title="replay", regression_case_file=True)
     assert sorted(p.name for p in (tmp_path / "clean").iterdir()) == [
-        "attempts.jsonl", "example.json", "findings.json", "history.jsonl", "replay.txt", "sequence.svg",
-        "sequence.txt", "timeline.jsonl", "wire.jsonl"]
+        "attempts.jsonl", "ends.jsonl", "example.json", "findings.json", "history.jsonl", "replay.txt",
+        "sequence.svg", "sequence.txt", "timeline.jsonl", "wire.jsonl"]
     assert (tmp_path / "replay" / regression_file_name(example)).is_file()
     assert "cck explore: replay, finding" in (tmp_path / "replay" / "sequence.txt").read_text()
 
@@ -207,3 +211,84 @@ def test_a_replay_runs_until_the_first_finding_and_no_further() -> None:
     runs.clear()
     assert replay_until_found(fails_on_the_third, example, 2, io.StringIO()).kind == "clean"
     assert len(runs) == 2
+
+
+def test_every_runs_history_is_written_to_histories_jsonl_with_its_run_number(tmp_path: Path) -> None:
+    """What the report's Exploration page reads: each run's operations (``Op.to_dict()`` with ``run`` and ``index``),
+    the run's op count and its checker's verdict in ``examples.jsonl``, the finding in ``summary.json``."""
+    result = explore(_bug, ExploreConfig(budget_s=60, seed=1, max_examples=300, evidence_dir=tmp_path), io.StringIO())
+    assert result.evidence is not None
+    assert result.failing is not None
+    examples = [json.loads(line) for line in (result.evidence / "examples.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (result.evidence / "histories.jsonl").read_text().splitlines()]
+    by_run: dict[int, list[dict[str, object]]] = {}
+    for row in rows:
+        by_run.setdefault(row["run"], []).append(row)
+    assert sorted(by_run) == [example["run"] for example in examples] == list(range(1, result.runs + 1))
+    for example in examples:
+        ops = by_run[example["run"]]
+        assert [op["index"] for op in ops] == list(range(example["ops"]))
+        received = [] if example["kind"] == "finding" else [("receive", "ok", "k1")]
+        assert [(op["f"], op["type"], op["value"]) for op in ops] == [("send", "invoke", "k1"), ("send", "ok", "k1"),
+                                                                      *received]
+        assert example["checker"] == {"ok": example["kind"] == "clean", "final_drain_complete": True,
+                                      "duplicates_allowed": True}
+    # the rest of a row is the op itself
+    assert History.from_dicts({k: v for k, v in row.items() if k not in ("run", "index")}
+                              for row in by_run[1]).to_dicts() == [
+        {k: v for k, v in row.items() if k not in ("run", "index")} for row in by_run[1]]
+    summary = json.loads((result.evidence / "summary.json").read_text())
+    assert summary["finding"] == result.failing.describe() == "finding: 1 lost: confirmed, never received (k1)"
+    assert summary["example"] == result.failing.example.describe()
+    assert summary["finished"].endswith("Z")
+
+
+def test_without_an_evidence_directory_no_history_is_kept(tmp_path: Path) -> None:
+    result = explore(_bug, ExploreConfig(budget_s=60, seed=1, max_examples=5), io.StringIO())
+    assert result.evidence is None
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_history_spool_goes_to_disk_past_its_size_and_keeps_every_row(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    rolled: list[bool] = []
+    rollover = tempfile.SpooledTemporaryFile.rollover
+
+    def spy(self: tempfile.SpooledTemporaryFile[str]) -> None:
+        rolled.append(True)
+        rollover(self)
+
+    monkeypatch.setattr(tempfile.SpooledTemporaryFile, "rollover", spy)
+    history = History()
+    for n in range(40):
+        history.send("plain", f"k{n}", producer="P", seq=n)
+    with HistorySpool(max_bytes=2000) as spool:
+        spool.add(1, history)
+        assert rolled  # 80 ops are well over 2000 characters: on disk from here
+        spool.add(2, list(history)[:1])
+        spool.write_to(tmp_path / "histories.jsonl")
+    rows = [json.loads(line) for line in (tmp_path / "histories.jsonl").read_text().splitlines()]
+    assert [(row["run"], row["index"]) for row in rows] == [(1, i) for i in range(80)] + [(2, 0)]
+    assert rows[-1] == {"run": 2, "index": 0, **next(iter(history)).to_dict()}
+
+
+def test_a_rare_race_is_still_shrunk_because_the_example_that_failed_is_replayed_up_to_confirm_tries() -> None:
+    # every failing example fails on its first run and then only on every eighth: hypothesis replays the example
+    # that failed before shrinking it, and with three tries that replay would pass (flaky: nothing shrunk)
+    runs: dict[str, int] = {}
+
+    def rare(example: Example) -> Outcome:
+        runs[example.describe()] = runs.get(example.describe(), 0) + 1
+        return _bug(example) if runs[example.describe()] % 8 == 1 else _clean(example)
+
+    out = io.StringIO()
+    result = explore(rare, ExploreConfig(budget_s=60, seed=1, max_examples=300, tries=3, confirm_tries=20), out)
+    shrunk = Send(0, 2, durable=True, blocking=True, tx=False)  # as far as the bug lets it shrink (above)
+    assert result.failing is not None
+    assert result.failing.example.workload.operations == (shrunk,)
+    assert result.confirmed
+    runs.clear()
+    fewer = explore(rare, ExploreConfig(budget_s=60, seed=1, max_examples=300, tries=3, confirm_tries=3),
+                    io.StringIO())
+    assert fewer.failing is not None
+    assert fewer.failing.example.workload.operations != (shrunk,)  # replayed like any candidate: not shrunk
