@@ -1,7 +1,8 @@
 """The report job end to end: extract -> load (Parquet) -> transforms -> load (site).
 
-The transforms are the pure functions of ``_matrix``, ``_groups``, ``_diff``, ``_trends``, ``_timing``, ``_audit``
-and ``_coverage``; this module only wires them to storage and collects their (small) outputs for the pages.
+The transforms are the pure functions of ``_matrix``, ``_groups``, ``_diff``, ``_trends``, ``_timing``, ``_audit``,
+``_coverage`` and ``_explore``; this module only wires them to storage and collects their (small) outputs for the
+pages.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ._audit import audit_findings, delivery_audit
 from ._coverage import CLAUSE_DIR, CLAUSE_STRUCT, clause_coverage, read_clause_table
 from ._diff import column_diff
 from ._errors import ReportError
+from ._explore import exploration_audit, exploration_summary
 from ._groups import group_summary
 from ._ingest import extract, load, read_tables, write_quarantine
 from ._matrix import case_verdicts, conformance_matrix
@@ -39,7 +41,7 @@ __all__ = ["ALLURE_MODES", "Progress", "QuietProgress", "ReportResult", "build_r
 
 #: Evidence kinds shown on a case page, in this order (history rows are not listed: they can be many; those in
 #: the span of the case's sequence diagram are read for it, at most HISTORY_DRAWN per case).
-CASE_PAGE_KINDS = ("timing", "history_result", "attempt", "note", "wire")
+CASE_PAGE_KINDS = ("timing", "history_result", "attempt", "end", "note", "wire")
 HISTORY_DRAWN = 2000
 #: Columns every row has that a case page need not repeat.
 _PAGE_HIDDEN = {"kind", "schema_version", "run_id", "case_id", "target"}
@@ -152,11 +154,27 @@ def _case_pages(matrix: Sequence[Mapping[str, Any]], tables: Mapping[str, DataFr
     return pages
 
 
+def _explorations(tables: Mapping[str, DataFrame], directories: Mapping[str, Path]) -> list[dict[str, Any]]:
+    """Every exploration's summary row, with its ``audit`` row (None without history rows) and ``diagram_source``:
+    its minimal run's ``sequence.svg`` in the evidence, when there is one (the site copies it)."""
+    audits = {row["exploration_id"]: row for row in _dicts(
+        exploration_audit(tables["explore_history"], tables["explore_example"]).collect())}
+    rows = []
+    for row in _dicts(exploration_summary(tables["exploration"], tables["explore_example"]).collect()):
+        directory = directories.get(row["exploration_id"])
+        diagram = directory / "minimal" / "sequence.svg" if directory is not None and row["found"] else None
+        rows.append({**row, "audit": audits.get(row["exploration_id"]),
+                     "diagram_source": str(diagram) if diagram is not None and diagram.is_file() else None})
+    return rows
+
+
 def collect_site_data(spark: SparkSession, tables: Mapping[str, DataFrame], clauses: Traversable, *, evidence: str,
                       quarantine: Path, quarantine_count: int, progress: Progress,
                       wire_shown: int = 200, allure_report: str | None = None,
-                      allure_note: str | None = None) -> SiteData:
-    """Run every transform on the stored tables and collect what the pages show."""
+                      allure_note: str | None = None,
+                      exploration_dirs: Mapping[str, Path] | None = None) -> SiteData:
+    """Run every transform on the stored tables and collect what the pages show (``exploration_dirs``: each
+    exploration's directory by its ID, where its minimal run's diagram is)."""
     with progress.step("conformance matrix"):
         matrix_frame = conformance_matrix(tables["case"], tables["run"]).cache()
         matrix = _dicts(matrix_frame.collect())
@@ -203,6 +221,8 @@ def collect_site_data(spark: SparkSession, tables: Mapping[str, DataFrame], clau
         agreement.unpersist()
     with progress.step("case pages"):
         pages = _case_pages(matrix, tables, tables["run"], spark, wire_shown, clauses)
+    with progress.step("explorations"):
+        explorations = _explorations(tables, exploration_dirs or {})
     runs = sorted(_dicts(tables["run"].collect()), key=lambda r: (r["started"], r["run_id"]))
     sample = []
     if quarantine.is_file():
@@ -216,7 +236,7 @@ def collect_site_data(spark: SparkSession, tables: Mapping[str, DataFrame], clau
         coverage=coverage, quarantine_count=quarantine_count, quarantine_sample=sample, case_pages=pages,
         allure=AllureSection(counts=counts, checked=checked, problems=problems, problems_total=problems_total,
                              report=allure_report, note=allure_note),
-        groups=groups, diff=diff, sequences=sequences, trends=trends)
+        groups=groups, diff=diff, sequences=sequences, trends=trends, explorations=explorations)
 
 
 def _allure_html(dirs: Sequence[Path], out: Path, mode: str, progress: Progress) -> tuple[Path | None, str | None]:
@@ -258,7 +278,8 @@ def build_report(spark: SparkSession, evidence: Path, out: Path, *, clauses: Tra
     schema = load_schema()
     with progress.step(f"ingest {evidence}"):
         extracted = extract(spark, evidence, schema)
-        progress.note(f"{extracted.run_count} run(s) read, {len(extracted.runs_quarantined)} refused")
+        progress.note(f"{extracted.run_count} run(s) and {extracted.exploration_count} exploration(s) read, "
+                      f"{len(extracted.runs_quarantined)} refused")
         load(extracted, out / "data")
         quarantine_path = out / "quarantine.jsonl"
         quarantined = write_quarantine(extracted.quarantine, quarantine_path)
@@ -272,15 +293,19 @@ def build_report(spark: SparkSession, evidence: Path, out: Path, *, clauses: Tra
     data = collect_site_data(spark, tables, clauses, evidence=evidence.name or str(evidence),
                              quarantine=quarantine_path, quarantine_count=quarantined, progress=progress,
                              allure_report=f"{ALLURE_DIR}/index.html" if allure_index else None,
-                             allure_note=allure_note)
+                             allure_note=allure_note, exploration_dirs=extracted.exploration_dirs)
     with progress.step("site"):
         index = render_site(data, out)
     with progress.step("results"):
-        results = results_markdown(_dicts(latest_results(tables["case"], tables["run"]).collect()),
-                                   evidence=evidence.name or str(evidence))
-        (out / RESULTS_FILE).write_text(results, encoding="utf-8")
-        if results_doc is not None:
-            results_doc.write_text(splice(results_doc.read_text(encoding="utf-8"), results, name=str(results_doc)),
-                                   encoding="utf-8")
+        latest = _dicts(latest_results(tables["case"], tables["run"]).collect())
+        if latest or results_doc is not None:  # no case to write of (explorations only) is an error only when asked
+            results = results_markdown(latest, evidence=evidence.name or str(evidence))
+            (out / RESULTS_FILE).write_text(results, encoding="utf-8")
+            if results_doc is not None:
+                results_doc.write_text(splice(results_doc.read_text(encoding="utf-8"), results,
+                                              name=str(results_doc)), encoding="utf-8")
+        else:
+            (out / RESULTS_FILE).unlink(missing_ok=True)  # an earlier report's
+            progress.note(f"no case verdicts in the evidence (explorations only): {RESULTS_FILE} not written")
     return ReportResult(index=index, allure_index=allure_index, runs=rows["run"], rows=rows, quarantined=quarantined,
                         seconds=time.monotonic() - started)

@@ -8,6 +8,9 @@ any static web server.  Layout of ``OUT/``::
     groups/<subject>/<column>/<group>.html   a heat map cell's cases      (reports._glance)
     diff/<subject>/<left>_vs_<right>.html    two columns case by case     (reports._glance)
     timing.html audit.html coverage.html
+    explore.html                   the explorations below the evidence, their findings, their runs' histories
+                                   audited                                          (reports._explore_page)
+    explorations/<exploration>/sequence.svg      a finding's minimal run's diagram, copied from the evidence
     allure.html                    allure's statuses per run and their cross-check against the verdicts
     allure/index.html              the allure HTML report (one self-contained file), when built
     cases/broker/<target>@<version>/<case>.html  one page per broker matrix cell (latest run's evidence)
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +38,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup
 
 from ._columns import MatrixColumn, case_group, case_page_path, cell_key, natural_key
+from ._explore_page import DIAGRAM_DIR, EXPLORE_PAGE, duration, exploration_views
 from ._glance import front_page, heat_class, heat_legend
 from ._story import ClauseText, case_story
 from ._svg import Attempt, schedule_plot
@@ -129,6 +134,9 @@ class SiteData:
     diff: Sequence[Mapping[str, Any]] = ()
     sequences: Sequence[Mapping[str, Any]] = ()
     trends: Sequence[Mapping[str, Any]] = ()
+    #: The explorations (``exploration_summary`` rows, each with its ``audit`` row and ``diagram_source``:
+    #: reports._explore_page).
+    explorations: Sequence[Mapping[str, Any]] = ()
 
 
 def _clip(value: Any, limit: int = 400) -> str:
@@ -149,6 +157,7 @@ def _environment() -> Environment:
     env.filters["share"] = lambda value: "" if value is None else f"{math.floor(100 * value)}%"
     env.filters["heat_class"] = heat_class
     env.filters["verdict_letter"] = lambda verdict: VERDICT_LETTER.get(verdict or "", "?")
+    env.filters["duration"] = duration
     env.globals["case_page_path"] = case_page_path
     env.globals["heat_legend"] = heat_legend()
     env.globals["verdicts"] = VERDICTS
@@ -239,6 +248,15 @@ def render_site(data: SiteData, out: Path) -> Path:
         root="", allure=data.allure, statuses=ALLURE_STATUSES, **common))
     _write(out / "coverage.html", env.get_template("coverage.html.j2").render(
         root="", coverage=data.coverage, **common))
+    explorations = exploration_views(data.explorations)
+    shutil.rmtree(out / DIAGRAM_DIR, ignore_errors=True)  # an earlier report's
+    for view in explorations:
+        if view.diagram is not None:
+            target = out / DIAGRAM_DIR / view.id / "sequence.svg"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(view.row["diagram_source"], target)
+    _write(out / EXPLORE_PAGE, env.get_template("explore.html.j2").render(
+        root="", explorations=explorations, **common))
     case_template = env.get_template("case.html.j2")
     for page in data.case_pages:
         target = out / page.path
@@ -249,7 +267,8 @@ def render_site(data: SiteData, out: Path) -> Path:
             _write(wire_path, "".join(json.dumps(row, default=str, ensure_ascii=False) + "\n"
                                       for row in page.wire_log))
         story = case_story(page.case_id, summary=page.summary, record=page.record, clause=page.clause,
-                           wire=page.wire_log, attempts=page.evidence.get("attempt", ()), history=page.history,
+                           wire=page.wire_log, attempts=page.evidence.get("attempt", ()),
+                           ends=page.evidence.get("end", ()), history=page.history,
                            history_results=page.evidence.get("history_result", ()),
                            timing=page.evidence.get("timing", ()), wire_file=wire_file,
                            title=f"{page.column.label}, run {page.summary.get('latest_run_id')}")

@@ -180,6 +180,7 @@ def diagram_window(wire: Sequence[Mapping[str, Any]],
 
 
 def case_records(case_id: str, *, wire: Sequence[Mapping[str, Any]], attempts: Sequence[Mapping[str, Any]] = (),
+                 ends: Sequence[Mapping[str, Any]] = (),
                  history: Sequence[Mapping[str, Any]] = (), history_results: Sequence[Mapping[str, Any]] = (),
                  verdict: str | None = None, reason: str | None = None, title: str = "latest run",
                  wire_file: str | None = None) -> tuple[RunRecords, FaultWindow] | None:
@@ -208,6 +209,8 @@ def case_records(case_id: str, *, wire: Sequence[Mapping[str, Any]], attempts: S
         # a connection whose frames are drawn is opened where it was, though that is before the window
         attempts=[a for a in attempts if a.get("label") == window.label
                   and (window.covers(a.get("ts_ns")) or a.get("conn") in {f.get("conn") for f in shown})],
+        # a connection's end is drawn where it happened, when that is inside the window
+        ends=[e for e in ends if e.get("label") == window.label and window.covers(e.get("ts_ns"))],
         history=sorted((h for h in history if window.covers(h.get("time_ns"))),
                        key=lambda h: (h.get("time_ns") or 0, h.get("index") or 0)))
     return records, window
@@ -308,7 +311,8 @@ def _why(verdict: str | None, known_deviation: str | None, summary: Mapping[str,
 
 def case_story(case_id: str, *, summary: Mapping[str, Any], record: Mapping[str, Any] | None,
                clause: ClauseText | None, wire: Sequence[Mapping[str, Any]] = (),
-               attempts: Sequence[Mapping[str, Any]] = (), history: Sequence[Mapping[str, Any]] = (),
+               attempts: Sequence[Mapping[str, Any]] = (), ends: Sequence[Mapping[str, Any]] = (),
+               history: Sequence[Mapping[str, Any]] = (),
                history_results: Sequence[Mapping[str, Any]] = (), timing: Sequence[Mapping[str, Any]] = (),
                title: str = "latest run", wire_file: str | None = None) -> CaseStory:
     """The story of one matrix cell: ``summary`` is its matrix row (the latest verdict, reason and known
@@ -316,7 +320,8 @@ def case_story(case_id: str, *, summary: Mapping[str, Any], record: Mapping[str,
     record = record or {}
     verdict, reason = summary.get("latest_verdict"), summary.get("latest_reason")
     known = summary.get("latest_known_deviation")
-    drawn = case_records(case_id, wire=wire, attempts=attempts, history=history, history_results=history_results,
+    drawn = case_records(case_id, wire=wire, attempts=attempts, ends=ends, history=history,
+                         history_results=history_results,
                          verdict=verdict, reason=reason, title=title, wire_file=wire_file)
     svg = None
     if drawn is not None:

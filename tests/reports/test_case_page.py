@@ -137,6 +137,25 @@ def test_a_cases_rows_become_the_diagrams_records_a_cut_and_a_reconnection() -> 
     assert rows[-1].text.startswith("k1 DUPLICATED")
 
 
+def test_the_connections_ends_of_the_drawn_proxy_are_drawn_where_they_happened() -> None:
+    def end(ms: int, conn: int, by: str, how: str, label: str | None = None) -> dict[str, Any]:
+        return {"kind": "end", "label": label, "ts_ns": ms * 1_000_000, "conn": conn, "by": by, "how": how,
+                "reason": CUT_RULE if by == "proxy" else None}
+
+    # the window holds the whole log, so it is open at its end; another proxy's (label) end is not drawn
+    ends = [end(4, 1, "proxy", "reset"), end(90, 2, "client", "fin"), end(5, 1, "broker", "fin", label="other")]
+    drawn = case_records(CASE, wire=WIRE, attempts=ATTEMPTS, ends=ends, history=HISTORY,
+                         history_results=HISTORY_RESULTS, verdict="FAIL", reason="stored twice")
+    assert drawn is not None
+    records, _ = drawn
+    assert [(e["conn"], e["by"]) for e in records.ends] == [(1, "proxy"), (2, "client")]
+    texts = [row.text for row in diagram(records).rows]
+    assert any(text.startswith("TCP connection 1 reset by the proxy") for text in texts)
+    assert "TCP connection 2 closed by the client (FIN)" in texts
+    assert texts.index("TCP connection 2 closed by the client (FIN)") > texts.index(
+        next(t for t in texts if t.startswith("TCP connection 1 reset by the proxy")))
+
+
 def test_frames_outside_the_window_are_named_and_notes_outside_it_left_out() -> None:
     wire = [_frame(ms, "c2s", "PING") for ms in range(100)]
     wire[50] = _frame(50, "c2s", "SESS_SEND", _send(1, 1), action="cut")

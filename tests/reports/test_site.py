@@ -286,7 +286,7 @@ def test_timing_audit_and_coverage_pages(site: Path) -> None:
     assert "<td>window.confirm-bytes</td>" in coverage
     assert (site / "quarantine.jsonl").read_text(encoding="utf-8") == ""
     assert sorted(p.name for p in (site / "data").iterdir()) == sorted(
-        ["allure", "attempt", "case", "history", "history_result", "note", "run", "timing", "wire"])
+        ["allure", "attempt", "case", "end", "history", "history_result", "note", "run", "timing", "wire"])
 
 
 def test_the_quarantine_count_links_its_file(tmp_path: Path) -> None:
