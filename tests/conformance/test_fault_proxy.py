@@ -12,7 +12,7 @@ import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pytest
 
@@ -68,15 +68,11 @@ async def proxied_broker(**options: Any) -> AsyncIterator[FaultProxy]:
         yield proxy
 
 
-class Recorder:
-    """An upstream that keeps what reaches it and can answer with fixed bytes."""
+class Upstream:
+    """A loopback server standing for the broker (``async with``): its port, and on exit it stops accepting and
+    closes the sockets its ``_serve`` kept in ``_writers``."""
 
-    def __init__(self, reply: bytes = b"", farewell: bytes | None = None) -> None:
-        self.reply = reply
-        self.farewell = farewell  # written after the client's FIN, then the socket is closed
-        self.data = bytearray()
-        self.errors: list[BaseException] = []
-        self._changed = asyncio.Event()
+    def __init__(self) -> None:
         self._writers: list[asyncio.StreamWriter] = []
         self._server: asyncio.Server | None = None
 
@@ -86,7 +82,7 @@ class Recorder:
         port: int = self._server.sockets[0].getsockname()[1]
         return port
 
-    async def __aenter__(self) -> Recorder:
+    async def __aenter__(self) -> Self:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
         return self
 
@@ -95,6 +91,21 @@ class Recorder:
         self._server.close()
         for writer in self._writers:
             writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+
+class Recorder(Upstream):
+    """An upstream that keeps what reaches it and can answer with fixed bytes."""
+
+    def __init__(self, reply: bytes = b"", farewell: bytes | None = None) -> None:
+        super().__init__()
+        self.reply = reply
+        self.farewell = farewell  # written after the client's FIN, then the socket is closed
+        self.data = bytearray()
+        self.errors: list[BaseException] = []
+        self._changed = asyncio.Event()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.append(writer)
@@ -535,28 +546,14 @@ def test_cut_all_closes_with_rst_or_fin(rst: bool, expect_reset: bool) -> None:
 # ---------------------------------------------------------------------- connection ends
 
 
-class Closer:
+class Closer(Upstream):
     """An upstream that reads until it has ``after`` bytes, then closes its socket: with a FIN, or a reset."""
 
     def __init__(self, after: int, *, rst: bool) -> None:
+        super().__init__()
         self.after = after
         self.rst = rst
         self.closed_ns: list[int] = []
-        self._server: asyncio.Server | None = None
-
-    @property
-    def port(self) -> int:
-        assert self._server is not None
-        port: int = self._server.sockets[0].getsockname()[1]
-        return port
-
-    async def __aenter__(self) -> Closer:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readexactly(self.after)
