@@ -8,7 +8,7 @@ history, a row per operation with its run's number).
   how many runs it made (``runs``, as its summary says, and ``runs_read``, the rows read), runs per outcome and per
   phase, whether it found something and confirmed it, the first finding's run and time, its length
   (``duration_s``: the last run's end since the start) and pace (``runs_per_minute``), the exposure its generated
-  runs reached (``most_unconfirmed``, ``most_durable_sends``; ``exposed_runs``, ``durable_exposed_runs``: the
+  runs reached (``most_unconfirmed``, ``most_durable_sends``, ``most_recent_durable_sends``; ``exposed_runs``, ``durable_exposed_runs``: the
   generated runs with any, null when none has exposure figures) and, for a finding, its one-line summary (the
   summary's ``finding``, else the last finding run's), the minimal example, the replay command and the pytest case.
 * :func:`exploration_histories`, :func:`exploration_history_results`: the runs' histories as the delivery audit's
@@ -63,6 +63,7 @@ def exploration_summary(explorations: DataFrame, examples: DataFrame) -> DataFra
         F.max("at_s").alias("duration_s"),
         F.max(F.when(generated, F.col("unconfirmed"))).alias("_unconfirmed"),
         F.max(F.when(generated, F.col("durable_sends"))).alias("_durable_sends"),
+        F.max(F.when(generated, F.col("recent_durable_sends"))).alias("_recent_durable_sends"),
         # null, not 0, when no generated run has exposure figures (evidence older than them)
         F.when(F.count(F.when(generated, F.col("unconfirmed"))) > 0,
                _count_if(generated & (F.col("unconfirmed") > 0))).alias("exposed_runs"),
@@ -83,6 +84,8 @@ def exploration_summary(explorations: DataFrame, examples: DataFrame) -> DataFra
         F.when(duration > 0, F.col("runs_read") * 60.0 / duration).alias("runs_per_minute"),
         F.coalesce(F.col("most_unconfirmed"), F.col("_unconfirmed")).alias("most_unconfirmed"),
         F.coalesce(F.col("most_durable_sends"), F.col("_durable_sends")).alias("most_durable_sends"),
+        F.coalesce(F.col("most_recent_durable_sends"), F.col("_recent_durable_sends"))
+        .alias("most_recent_durable_sends"),
         F.when(F.col("found"), F.coalesce(F.col("finding"), F.col("_last_finding"))).alias("finding"),
         "example", "replay", "regression_case", "finished",
     )

@@ -90,9 +90,11 @@ class ExplorationView:
     @property
     def exposure(self) -> str:
         unconfirmed, durable = self.row.get("most_unconfirmed"), self.row.get("most_durable_sends")
+        recent = self.row.get("most_recent_durable_sends")
         if unconfirmed is None and durable is None:
             return ""
-        return f"{unconfirmed or 0} / {durable or 0}"
+        # evidence older than the third count has none: it shows the two it has
+        return f"{unconfirmed or 0} / {durable or 0}" + ("" if recent is None else f" / {recent}")
 
 
 def exploration_views(rows: Sequence[Mapping[str, Any]]) -> list[ExplorationView]:

@@ -32,7 +32,7 @@ SUMMARY = ("exploration_id string, target string, target_version string, target_
            "indeterminate_runs long, kit_error_runs long, other_runs long, explore_runs long, shrink_runs long, "
            "retry_runs long, confirm_runs long, exposed_runs long, durable_exposed_runs long, found boolean, "
            "confirmed boolean, first_finding_run int, first_finding_at_s double, duration_s double, "
-           "runs_per_minute double, most_unconfirmed int, most_durable_sends int, finding string, example string, "
+           "runs_per_minute double, most_unconfirmed int, most_durable_sends int, most_recent_durable_sends int, finding string, example string, "
            "replay string, regression_case string, finished timestamp")
 AUDIT = ("exploration_id string, target string, histories long, ops long, lost long, unexpected long, "
          "duplicated long, ack_lost long, order_violation long, redelivery_mismatch long, unreceived_undrained long, "
@@ -59,9 +59,9 @@ def _run(ident: str, run: int, phase: str, kind: str, at_s: float, **fields: Any
 
 EXAMPLES = [
     _run("a", 1, "explore", "clean", 1.0, unconfirmed=0, durable_sends=0),
-    _run("a", 2, "explore", "clean", 2.0, unconfirmed=12, durable_sends=3),
+    _run("a", 2, "explore", "clean", 2.0, unconfirmed=12, durable_sends=3, recent_durable_sends=2),
     _run("a", 3, "explore", "finding", 3.5, unconfirmed=4, durable_sends=0),
-    _run("a", 4, "shrink", "finding", 4.0, unconfirmed=40, durable_sends=30),  # not generated: not the exposure's
+    _run("a", 4, "shrink", "finding", 4.0, unconfirmed=40, durable_sends=30, recent_durable_sends=9),  # not generated: not the exposure's
     _run("a", 5, "retry", "indeterminate", 5.0),
     _run("a", 6, "confirm", "finding", 6.0),
     _run("b", 1, "explore", "kit-error", 30.0),
@@ -75,18 +75,19 @@ def test_an_exploration_is_summarised_from_its_summary_and_its_runs(spark: Spark
                           _exploration("a", found=True, confirmed=True, example="send(q0 x1 durable async)",
                                        replay=REPLAY, finished=ts(1)),
                           # runs without exposure figures: how many were exposed is unknown, not 0
-                          _exploration("b", runs=2, most_unconfirmed=9, most_durable_sends=1),
+                          _exploration("b", runs=2, most_unconfirmed=9, most_durable_sends=1,
+                                       most_recent_durable_sends=1),
                           _exploration("c", runs=0, finding="ignored: nothing was found"))
     expected = spark.createDataFrame([
         ("a", "artemis", "2.44.0", "--target artemis --artemis-version 2.44.0", 7, 600.0, 1000, 6,
-         6, 2, 3, 1, 0, 0, 3, 1, 1, 1, 2, 1, True, True, 3, 3.5, 6.0, 60.0, 12, 3, "finding: run 6",
+         6, 2, 3, 1, 0, 0, 3, 1, 1, 1, 2, 1, True, True, 3, 3.5, 6.0, 60.0, 12, 3, 2, "finding: run 6",
          "send(q0 x1 durable async)", REPLAY, None, ts(1)),
         ("b", "artemis", "2.44.0", "--target artemis --artemis-version 2.44.0", 7, 600.0, 1000, 2,
-         2, 0, 0, 0, 1, 1, 2, 0, 0, 0, None, None, False, False, None, None, 45.0, 60 * 2 / 45.0, 9, 1, None,
+         2, 0, 0, 0, 1, 1, 2, 0, 0, 0, None, None, False, False, None, None, 45.0, 60 * 2 / 45.0, 9, 1, 1, None,
          None, None, None, None),
         ("c", "artemis", "2.44.0", "--target artemis --artemis-version 2.44.0", 7, 600.0, 1000, 0,
          0, 0, 0, 0, 0, 0, 0, 0, 0, 0, None, None, False, False, None, None, None, None, None, None, None,
-         None, None, None, None),
+         None, None, None, None, None),
     ], SUMMARY)
     assertDataFrameEqual(exploration_summary(explorations, _frame(spark, "explore_example", *EXAMPLES)), expected)
 

@@ -30,7 +30,7 @@ REPLAY = f"cck explore --target artemis --artemis-version 2.44.0 --replay /ev/{I
 SVG = '<svg xmlns="http://www.w3.org/2000/svg"><text>k2 DUPLICATED</text></svg>\n'
 SUMMARY = {"seed": 7, "target": ["--target", "artemis", "--artemis-version", "2.44.0"], "budget_s": 600.0,
            "max_examples": 1000, "runs": 4, "kinds": {"clean": 2, "finding": 2}, "found": True, "confirmed": True,
-           "most_exposed": {"unconfirmed": 12, "durable_sends": 3}, "finished": "2025-01-31T12:01:00.000000Z",
+           "most_exposed": {"unconfirmed": 12, "durable_sends": 3, "recent_durable_sends": 2}, "finished": "2025-01-31T12:01:00.000000Z",
            "finding": FINDING, "example": EXAMPLE, "replay": REPLAY, "diagram": f"/ev/{ID}/minimal/sequence.svg",
            "regression_case": f"/ev/{ID}/minimal/test_explore_51d0856b.py"}
 CHECKED = {"ok": True, "final_drain_complete": True, "duplicates_allowed": True}
@@ -129,7 +129,8 @@ def test_an_exploration_is_read_into_its_tables_and_its_bad_lines_quarantined(
     assert summary == {
         "exploration_id": ID, "target_version": "2.44.0", "target_args": "--target artemis --artemis-version 2.44.0",
         "seed": 7, "budget_s": 600.0, "max_examples": 1000, "runs": 4, "kinds": '{"clean":2,"finding":2}',
-        "found": True, "confirmed": True, "most_unconfirmed": 12, "most_durable_sends": 3, "finding": FINDING,
+        "found": True, "confirmed": True, "most_unconfirmed": 12, "most_durable_sends": 3, "most_recent_durable_sends": 2,
+        "finding": FINDING,
         "example": EXAMPLE, "replay": REPLAY, "diagram": SUMMARY["diagram"],
         "regression_case": SUMMARY["regression_case"], "target": "artemis"}
     runs = extracted.tables["explore_example"].select(
@@ -179,7 +180,7 @@ def test_the_report_of_an_exploration_shows_it_on_the_exploration_page(spark: Sp
     cells = [" ".join(td.text_content().split()) for td in row.xpath("td")]
     assert cells[:9] == [ID, "artemis 2.44.0", "7", "10 min", "4", "clean 1 finding 2 indeterminate 1",
                          "explore 2, shrink 1, retry 0, confirm 1", "FOUND, confirmed", "run 2, after 3.0 s"]
-    assert cells[9:] == ["12 / 3", "1 (1 with durable sends)", "6.0 s", "40"]
+    assert cells[9:] == ["12 / 3 / 2", "1 (1 with durable sends)", "6.0 s", "40"]
     [finding] = page.xpath('//section[@class="finding"]')
     assert finding.xpath('string(.//dd[@class="finding-summary"])') == FINDING
     assert finding.xpath('string(.//code[@class="replay"])') == REPLAY

@@ -30,7 +30,8 @@ def _row(ident: str, **fields: Any) -> dict[str, Any]:
             "indeterminate_runs": 9, "kit_error_runs": 0, "other_runs": 0, "explore_runs": 250, "shrink_runs": 40,
             "retry_runs": 20, "confirm_runs": 1, "exposed_runs": 31, "durable_exposed_runs": 17, "found": False,
             "confirmed": False, "first_finding_run": None, "first_finding_at_s": None, "duration_s": 441.2,
-            "runs_per_minute": 42.3, "most_unconfirmed": 34, "most_durable_sends": 33, "finding": None,
+            "runs_per_minute": 42.3, "most_unconfirmed": 34, "most_durable_sends": 33, "most_recent_durable_sends": 12,
+            "finding": None,
             "example": None, "replay": None, "regression_case": None, "finished": None, "audit": None,
             "diagram_source": None, **fields}
 
@@ -49,7 +50,8 @@ def site(tmp_path: Path) -> Path:
     rows = [
         _row("nested/explore-20250101-130000-seed1", target="reference", target_version=None,
              target_args="--target reference", seed=1, runs=1000, runs_read=998, clean_runs=998, finding_runs=0,
-             indeterminate_runs=0, audit=_audit(histories=998, duplicated=0, ack_lost=0, audit_failing=0,
+             indeterminate_runs=0, most_recent_durable_sends=None,  # evidence older than the third count
+             audit=_audit(histories=998, duplicated=0, ack_lost=0, audit_failing=0,
                                                 failing_runs=[], checker_failing=0)),
         _row("explore-20250101-120000-seed7", found=True, confirmed=True, first_finding_run=5,
              first_finding_at_s=1.4, finding=FINDING, example="send(q0 x34 durable async) | cut after 9 confirmable",
@@ -57,7 +59,8 @@ def site(tmp_path: Path) -> Path:
              audit=_audit(disagreeing=1), diagram_source=str(evidence / "sequence.svg")),
         _row("explore-20250102-090000-seed2", found=True, confirmed=False, first_finding_run=88,
              first_finding_at_s=75.0, finding="finding: 1 lost: confirmed, never received (k3)", runs_per_minute=None,
-             most_unconfirmed=None, most_durable_sends=None, exposed_runs=None, durable_exposed_runs=None),
+             most_unconfirmed=None, most_durable_sends=None, most_recent_durable_sends=None, exposed_runs=None,
+             durable_exposed_runs=None),
     ]
     out = tmp_path / "site"
     (out / "explorations" / "stale").mkdir(parents=True)  # an earlier report's diagram
@@ -78,7 +81,7 @@ def test_each_exploration_is_a_row_with_its_target_runs_outcomes_result_and_expo
     cells = [_text(td) for td in found.xpath("td")]
     assert cells == ["explore-20250101-120000-seed7", "artemis 2.44.0", "7", "10 min", "311",
                      "clean 290 finding 12 indeterminate 9", "explore 250, shrink 40, retry 20, confirm 1",
-                     "FOUND, confirmed", "run 5, after 1.4 s", "34 / 33", "31 (17 with durable sends)", "7 min 21 s",
+                     "FOUND, confirmed", "run 5, after 1.4 s", "34 / 33 / 12", "31 (17 with durable sends)", "7 min 21 s",
                      "42"]
     assert found.xpath("td[1]/a/@href") == ["#finding-1"]
     assert found.xpath('td[contains(@class, "result")]/@class') == ["result fail"]
@@ -91,6 +94,7 @@ def test_each_exploration_is_a_row_with_its_target_runs_outcomes_result_and_expo
     assert _text(clean.xpath('td[contains(@class, "runs")]')[0]) == "1000 (998 read)"
     assert clean.xpath('td[contains(@class, "runs")]/span/@class') == ["bad"]
     assert [_text(td) for td in clean.xpath("td")[1:2] + clean.xpath("td")[7:8]] == ["reference", "nothing found"]
+    assert _text(clean.xpath("td")[9]) == "34 / 33"  # the two counts it has
     assert not clean.xpath("td[1]/a")
 
 
