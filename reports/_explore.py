@@ -8,9 +8,10 @@ history, a row per operation with its run's number).
   how many runs it made (``runs``, as its summary says, and ``runs_read``, the rows read), runs per outcome and per
   phase, whether it found something and confirmed it, the first finding's run and time, its length
   (``duration_s``: the last run's end since the start) and pace (``runs_per_minute``), the exposure its generated
-  runs reached (``most_unconfirmed``, ``most_durable_sends``, ``most_recent_durable_sends``; ``exposed_runs``, ``durable_exposed_runs``: the
-  generated runs with any, null when none has exposure figures) and, for a finding, its one-line summary (the
-  summary's ``finding``, else the last finding run's), the minimal example, the replay command and the pytest case.
+  runs reached (``most_unconfirmed``, ``most_durable_sends``, ``most_recent_durable_sends``; ``exposed_runs``,
+  ``durable_exposed_runs``: the generated runs with any, null when none has exposure figures) and, for a finding,
+  its one-line summary (the summary's ``finding``, else the last finding run's), the minimal example, the replay
+  command and the pytest case.
 * :func:`exploration_histories`, :func:`exploration_history_results`: the runs' histories as the delivery audit's
   input (:func:`reports._audit.delivery_audit`): a history per run, ``run_id`` the exploration's ID and
   ``case_id`` the run's number; the checker's verdict and flags as the run recorded them.  A run the checker did

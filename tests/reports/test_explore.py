@@ -32,7 +32,8 @@ SUMMARY = ("exploration_id string, target string, target_version string, target_
            "indeterminate_runs long, kit_error_runs long, other_runs long, explore_runs long, shrink_runs long, "
            "retry_runs long, confirm_runs long, exposed_runs long, durable_exposed_runs long, found boolean, "
            "confirmed boolean, first_finding_run int, first_finding_at_s double, duration_s double, "
-           "runs_per_minute double, most_unconfirmed int, most_durable_sends int, most_recent_durable_sends int, finding string, example string, "
+           "runs_per_minute double, most_unconfirmed int, most_durable_sends int, most_recent_durable_sends int, "
+           "finding string, example string, "
            "replay string, regression_case string, finished timestamp")
 AUDIT = ("exploration_id string, target string, histories long, ops long, lost long, unexpected long, "
          "duplicated long, ack_lost long, order_violation long, redelivery_mismatch long, unreceived_undrained long, "
@@ -61,7 +62,8 @@ EXAMPLES = [
     _run("a", 1, "explore", "clean", 1.0, unconfirmed=0, durable_sends=0),
     _run("a", 2, "explore", "clean", 2.0, unconfirmed=12, durable_sends=3, recent_durable_sends=2),
     _run("a", 3, "explore", "finding", 3.5, unconfirmed=4, durable_sends=0),
-    _run("a", 4, "shrink", "finding", 4.0, unconfirmed=40, durable_sends=30, recent_durable_sends=9),  # not generated: not the exposure's
+    # not generated: not the exposure's
+    _run("a", 4, "shrink", "finding", 4.0, unconfirmed=40, durable_sends=30, recent_durable_sends=9),
     _run("a", 5, "retry", "indeterminate", 5.0),
     _run("a", 6, "confirm", "finding", 6.0),
     _run("b", 1, "explore", "kit-error", 30.0),

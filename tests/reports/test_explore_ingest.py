@@ -30,7 +30,8 @@ REPLAY = f"cck explore --target artemis --artemis-version 2.44.0 --replay /ev/{I
 SVG = '<svg xmlns="http://www.w3.org/2000/svg"><text>k2 DUPLICATED</text></svg>\n'
 SUMMARY = {"seed": 7, "target": ["--target", "artemis", "--artemis-version", "2.44.0"], "budget_s": 600.0,
            "max_examples": 1000, "runs": 4, "kinds": {"clean": 2, "finding": 2}, "found": True, "confirmed": True,
-           "most_exposed": {"unconfirmed": 12, "durable_sends": 3, "recent_durable_sends": 2}, "finished": "2025-01-31T12:01:00.000000Z",
+           "most_exposed": {"unconfirmed": 12, "durable_sends": 3, "recent_durable_sends": 2},
+           "finished": "2025-01-31T12:01:00.000000Z",
            "finding": FINDING, "example": EXAMPLE, "replay": REPLAY, "diagram": f"/ev/{ID}/minimal/sequence.svg",
            "regression_case": f"/ev/{ID}/minimal/test_explore_51d0856b.py"}
 CHECKED = {"ok": True, "final_drain_complete": True, "duplicates_allowed": True}
@@ -129,8 +130,8 @@ def test_an_exploration_is_read_into_its_tables_and_its_bad_lines_quarantined(
     assert summary == {
         "exploration_id": ID, "target_version": "2.44.0", "target_args": "--target artemis --artemis-version 2.44.0",
         "seed": 7, "budget_s": 600.0, "max_examples": 1000, "runs": 4, "kinds": '{"clean":2,"finding":2}',
-        "found": True, "confirmed": True, "most_unconfirmed": 12, "most_durable_sends": 3, "most_recent_durable_sends": 2,
-        "finding": FINDING,
+        "found": True, "confirmed": True, "most_unconfirmed": 12, "most_durable_sends": 3,
+        "most_recent_durable_sends": 2, "finding": FINDING,
         "example": EXAMPLE, "replay": REPLAY, "diagram": SUMMARY["diagram"],
         "regression_case": SUMMARY["regression_case"], "target": "artemis"}
     runs = extracted.tables["explore_example"].select(

@@ -81,8 +81,8 @@ def test_each_exploration_is_a_row_with_its_target_runs_outcomes_result_and_expo
     cells = [_text(td) for td in found.xpath("td")]
     assert cells == ["explore-20250101-120000-seed7", "artemis 2.44.0", "7", "10 min", "311",
                      "clean 290 finding 12 indeterminate 9", "explore 250, shrink 40, retry 20, confirm 1",
-                     "FOUND, confirmed", "run 5, after 1.4 s", "34 / 33 / 12", "31 (17 with durable sends)", "7 min 21 s",
-                     "42"]
+                     "FOUND, confirmed", "run 5, after 1.4 s", "34 / 33 / 12", "31 (17 with durable sends)",
+                     "7 min 21 s", "42"]
     assert found.xpath("td[1]/a/@href") == ["#finding-1"]
     assert found.xpath('td[contains(@class, "result")]/@class') == ["result fail"]
     assert found.xpath('td/span[@data-outcome="finding"]/@class') == ["fail"]
