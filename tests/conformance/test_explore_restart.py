@@ -6,9 +6,10 @@ and what a restart may legitimately take)."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
 from cck.codec import CoreMessage, SessionReceiveMessage, SessionSendMessage, TypedProperties
@@ -23,16 +24,20 @@ from cck.conformance.explore._model import (
     Workload,
 )
 from cck.conformance.explore._restart import (
+    Restarter,
+    RestartFailed,
     RestartRecord,
     SentMessage,
     gone_with_restart,
     judge_restart,
+    restart_broker,
     survivors,
 )
 from cck.conformance.explore._runner import run_example
 from cck.conformance.explore._strategies import examples
-from cck.conformance.faults import WireRecord
+from cck.conformance.faults import FaultProxy, WireRecord
 from cck.conformance.oracles import History, Op
+from cck.reference.client import ClientSettings
 
 # a restart from t=1000 to t=2000 (ns on the history's clock); q0 and q1 durable, q2 not
 RESTART = RestartRecord(graceful=False, started_ns=1000, ended_ns=2000, present=(0, 1))
@@ -94,7 +99,8 @@ def test_without_the_capability_no_example_restarts_or_has_non_durable_queues(ex
 def test_with_the_capability_a_minority_of_examples_restart() -> None:
     drawn: list[Example] = []
 
-    @settings(max_examples=200, deadline=None, database=None)
+    @seed(1)  # a fixed draw: the shares below are of these 300 examples, not of whatever a run draws
+    @settings(max_examples=300, deadline=None, database=None)
     @given(examples(restart=True))
     def collect(example: Example) -> None:
         drawn.append(example)
@@ -196,3 +202,33 @@ def test_a_durable_queue_gone_or_a_non_durable_queue_kept_after_a_restart_is_a_f
 def test_a_restart_fault_round_trips(graceful: bool, at: int) -> None:
     schedule = FaultSchedule((RestartBroker(graceful, at),))
     assert FaultSchedule.from_dict(schedule.to_dict()) == schedule
+
+
+# ---------------------------------------------------------------------------------------------------- the restart
+
+
+def _restart_with(restarter: Restarter, deadline_s: float) -> tuple[FaultProxy, str]:
+    proxy = FaultProxy("127.0.0.1", 1)
+    with pytest.raises(RestartFailed) as failed:
+        asyncio.run(restart_broker(restarter, False, proxy, "tcp://127.0.0.1:1", ("q",), ClientSettings(),
+                                   deadline_s))
+    return proxy, str(failed.value)
+
+
+def test_a_restart_that_fails_or_overruns_fails_the_run_and_lets_the_client_back_in() -> None:
+    def broken(graceful: bool) -> None:
+        raise RuntimeError("the broker did not start")
+
+    proxy, why = _restart_with(broken, 5.0)
+    assert "the broker did not start" in why
+    assert proxy.rules == ()  # the refusal of reconnects is lifted whatever happened
+
+    released = threading.Event()
+
+    def slow(graceful: bool) -> None:
+        released.wait(5.0)
+
+    proxy, why = _restart_with(slow, 0.05)
+    released.set()
+    assert "longer than 0.05 s" in why
+    assert proxy.rules == ()
