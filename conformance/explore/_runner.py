@@ -506,7 +506,9 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
         async def restart(fault: RestartBroker) -> None:
             assert restarter is not None, "run_example refuses an example with a restart without a restarter"
             assert restarts is not None
-            _mark(timeline, "fault", fault.describe())
+            # a phase, not a fault: no proxy rule carries it out (the diagram draws faults as the proxy's rules)
+            _mark(timeline, "phase", f"{fault.describe()}: the broker is {'stopped' if fault.graceful else 'killed'} "
+                                     "and started again with its data; the proxy refuses reconnects meanwhile")
             names = tuple(queue_name(run_id, i) for i in range(len(QUEUES)))
             try:
                 record = await restart_broker(restarter, fault.graceful, proxy, url, names, settings,
