@@ -48,13 +48,35 @@ def _message(key: str) -> CoreMessage:
 
 
 def _send_frame(key: str, ts: int, action: str = "forwarded") -> WireRecord:
-    return WireRecord(ts, ts, 1, "c2s", 1, 10, "SESS_SEND", 100, True, action,  # type: ignore[arg-type]
-                      SessionSendMessage(message=_message(key), requires_response=False))
+    return WireRecord(
+        ts,
+        ts,
+        1,
+        "c2s",
+        1,
+        10,
+        "SESS_SEND",
+        100,
+        True,
+        action,  # type: ignore[arg-type]
+        SessionSendMessage(message=_message(key), requires_response=False),
+    )
 
 
 def _delivery_frame(key: str, ts: int) -> WireRecord:
-    return WireRecord(ts, ts, 2, "s2c", 1, 10, "SESS_RECEIVE_MSG", 100, False, "forwarded",
-                      SessionReceiveMessage(message=_message(key)))
+    return WireRecord(
+        ts,
+        ts,
+        2,
+        "s2c",
+        1,
+        10,
+        "SESS_RECEIVE_MSG",
+        100,
+        False,
+        "forwarded",
+        SessionReceiveMessage(message=_message(key)),
+    )
 
 
 def _receipt(process: str, key: str, ts: int) -> Op:
@@ -65,11 +87,14 @@ def _receipt(process: str, key: str, ts: int) -> Op:
 
 
 def test_a_restart_and_non_durable_queues_round_trip_and_read() -> None:
-    example = Example(Workload(ClientConfig(), (Send(0),), volatile=(1, 2)),
-                      FaultSchedule((RestartBroker(graceful=False, at=1), RestartBroker(graceful=True))))
+    example = Example(
+        Workload(ClientConfig(), (Send(0),), volatile=(1, 2)),
+        FaultSchedule((RestartBroker(graceful=False, at=1), RestartBroker(graceful=True))),
+    )
     assert Example.from_dict(example.to_dict()) == example
-    assert example.describe().endswith("non-durable q1,q2: send(q0 x1 durable blocking) | restart(kill) @op1; "
-                                       "restart(stop)")
+    assert example.describe().endswith(
+        "non-durable q1,q2: send(q0 x1 durable blocking) | restart(kill) @op1; restart(stop)"
+    )
     assert example.schedule.restarts == example.schedule.faults
     # a workload of all durable queues writes what it wrote before non-durable queues existed
     assert "volatile" not in Workload(ClientConfig(), (Send(0),)).to_dict()
@@ -124,8 +149,12 @@ def test_an_example_with_a_restart_is_refused_without_a_restarter() -> None:
 
 
 def test_what_a_restart_may_take() -> None:
-    sent = {"nd-before": SentMessage(0, False, 500), "nd-after": SentMessage(0, False, 2500),
-            "d-before": SentMessage(0, True, 500), "volatile-after": SentMessage(2, True, 2500)}
+    sent = {
+        "nd-before": SentMessage(0, False, 500),
+        "nd-after": SentMessage(0, False, 2500),
+        "d-before": SentMessage(0, True, 500),
+        "volatile-after": SentMessage(2, True, 2500),
+    }
     assert gone_with_restart(sent, [RESTART], volatile=(2,)) == {"nd-before", "volatile-after"}
     assert gone_with_restart(sent, [], volatile=(2,)) == frozenset()
 
@@ -157,8 +186,9 @@ def test_a_non_durable_message_sent_before_the_restart_and_delivered_after_it_is
     records = [_send_frame("k1", 400), _send_frame("k2", 400)]
     history = [_receipt("drain", "k1", 3000), _receipt("drain", "k2", 3000)]
     assert survivors(history, sent, records, [RESTART]) == ("k1",)  # k2 is durable: it must survive
-    verdict = judge_restart(judge([], drain_complete=True, desynchronised=False), history, sent, records,
-                            [RESTART], volatile=(2,), queues=3)
+    verdict = judge_restart(
+        judge([], drain_complete=True, desynchronised=False), history, sent, records, [RESTART], volatile=(2,), queues=3
+    )
     assert verdict.kind == "finding"
     assert "restart.non-durable-lost" in verdict.findings[0]
 
@@ -187,15 +217,18 @@ def test_a_durable_queue_gone_or_a_non_durable_queue_kept_after_a_restart_is_a_f
     fine = RestartRecord(False, 1000, 2000, present=(0, 1))
     assert judge_restart(clean, [], {}, [], [fine], volatile=(2,), queues=3) is clean
     assert judge_restart(clean, [], {}, [], [], volatile=(), queues=3) is clean  # no restart: nothing judged
-    gone = judge_restart(clean, [], {}, [], [RestartRecord(False, 1000, 2000, present=(1,))], volatile=(2,),
-                         queues=3)
+    gone = judge_restart(clean, [], {}, [], [RestartRecord(False, 1000, 2000, present=(1,))], volatile=(2,), queues=3)
     assert gone.kind == "finding"
-    assert gone.findings == ("durable queue(s) q0 gone after restart 1 (kill); a durable queue survives a restart "
-                             "(restart.durable-wiring)",)
-    kept = judge_restart(clean, [], {}, [], [RestartRecord(True, 1000, 2000, present=(0, 1, 2))], volatile=(2,),
-                         queues=3)
-    assert kept.findings == ("non-durable queue(s) q2 still there after restart 1 (stop); a non-durable queue does "
-                             "not survive one (restart.non-durable-wiring)",)
+    assert gone.findings == (
+        "durable queue(s) q0 gone after restart 1 (kill); a durable queue survives a restart (restart.durable-wiring)",
+    )
+    kept = judge_restart(
+        clean, [], {}, [], [RestartRecord(True, 1000, 2000, present=(0, 1, 2))], volatile=(2,), queues=3
+    )
+    assert kept.findings == (
+        "non-durable queue(s) q2 still there after restart 1 (stop); a non-durable queue does "
+        "not survive one (restart.non-durable-wiring)",
+    )
 
 
 @given(st.booleans(), st.integers(0, 12))
@@ -210,8 +243,7 @@ def test_a_restart_fault_round_trips(graceful: bool, at: int) -> None:
 def _restart_with(restarter: Restarter, deadline_s: float) -> tuple[FaultProxy, str]:
     proxy = FaultProxy("127.0.0.1", 1)
     with pytest.raises(RestartFailed) as failed:
-        asyncio.run(restart_broker(restarter, False, proxy, "tcp://127.0.0.1:1", ("q",), ClientSettings(),
-                                   deadline_s))
+        asyncio.run(restart_broker(restarter, False, proxy, "tcp://127.0.0.1:1", ("q",), ClientSettings(), deadline_s))
     return proxy, str(failed.value)
 
 
