@@ -54,11 +54,13 @@ from ._model import (
     Receive,
     RefuseConnects,
     ResetReattach,
+    RestartBroker,
     Rollback,
     Send,
     Workload,
 )
 from ._regression import Reachable, regression_case, regression_file_name, replay
+from ._restart import Restarter, RestartRecord, restarter_of
 from ._runner import Limits, Outcome, dropped_sends, run_example, run_example_sync
 from ._strategies import client_configs, examples, fault_schedules, faults, operations, workloads
 
@@ -85,6 +87,7 @@ __all__ = [
     "Receive",
     "RefuseConnects",
     "ResetReattach",
+    "RestartBroker",
     "Rollback",
     "Send",
     "Workload",
@@ -109,6 +112,10 @@ __all__ = [
     "dropped_sends",
     "run_example",
     "run_example_sync",
+    # broker restarts: what restarts the target's broker, and what one run records of each
+    "Restarter",
+    "RestartRecord",
+    "restarter_of",
     # replaying a finding, and the pytest case that does
     "Reachable",
     "regression_case",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import re
 import sys
@@ -17,6 +18,7 @@ from cck.conformance.targets import TargetError, Topology, make_target
 from ._explore import ExploreConfig, explore, load_example, replay_command, replay_until_found, write_outcome
 from ._model import Example, ExampleError
 from ._regression import regression_file_name
+from ._restart import restarter_of
 from ._runner import Outcome, run_example
 
 __all__ = ["DESCRIPTION", "add_arguments", "parse_budget", "parse_seed", "run_explore"]
@@ -141,11 +143,17 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
             return 4
         with target:
             url, version = target.url, target.protocol_version
+            restarter = restarter_of(target)
+            config = dataclasses.replace(config, restart=restarter is not None)
 
             def run(candidate: Example) -> Outcome:
-                return asyncio.run(run_example(url, candidate, protocol_version=version))
+                return asyncio.run(run_example(url, candidate, protocol_version=version, restarter=restarter))
 
             if example is not None:
+                if example.schedule.restarts and restarter is None:
+                    print(f"error: the example restarts the broker, which the {options.target} target cannot do",
+                          file=err)
+                    return 2
                 return _replay(run, example, config, out)
             print(f"exploring {options.target} {target.version} at {url}: seed {config.seed}, budget "
                   f"{config.budget_s:g} s, at most {config.max_examples} examples", file=err, flush=True)

@@ -65,6 +65,8 @@ class ExploreConfig:
     #: Replays of a minimal example to confirm it, stopping at the first that fails (and the ``--tries`` of the
     #: replay command written for it): a race that fails one run in eight is confirmed nine times in ten.
     confirm_tries: int = 20
+    #: Whether the target can restart its broker: only then do examples restart it (and make queues non-durable).
+    restart: bool = False
 
 
 @dataclass(frozen=True)
@@ -206,7 +208,7 @@ def _explore(run: Runner, config: ExploreConfig, out: TextIO, clock: Callable[[]
     @settings(database=None, deadline=None, derandomize=False, max_examples=config.max_examples,
               phases=(Phase.explicit, Phase.generate, Phase.target, Phase.shrink), verbosity=Verbosity.quiet,
               report_multiple_bugs=False, suppress_health_check=list(HealthCheck), print_blob=False)
-    @given(examples(config.max_operations, config.max_faults))
+    @given(examples(config.max_operations, config.max_faults, config.restart))
     def prop(example: Example) -> None:
         shrinking = state.failing is not None
         until = generate_until if not shrinking else max(generate_until, state.shrink_started + config.shrink_s)

@@ -87,24 +87,33 @@ class Judgement:
 
 def judge(history: Iterable[Op], *, drain_complete: bool, desynchronised: bool,
           unanswered: Sequence[Unanswered] = (), recreated: bool = False,
-          dropped: Collection[str] = frozenset()) -> Judgement:
+          dropped: Collection[str] = frozenset(), gone: Collection[str] = frozenset(),
+          restarted: bool = False) -> Judgement:
     """Judge a history.  ``drain_complete``: every workload session was closed at the broker and each queue was
     drained to its end (else nothing is judged lost).  ``desynchronised``: the schedule dropped frames the
     confirmation window counts (then neither duplicates nor unanswered calls are judged).  ``unanswered``: the
     calls no answer reached; ``recreated``: some failover recreated a session (or gave up) instead of reattaching
     (then unanswered calls are not judged).  ``dropped``: the keys whose every send frame the proxy dropped (their
-    loss is the fault's, not counted).  Malformed histories raise ``HistoryError``."""
+    loss is the fault's, not counted).  ``gone``: the keys a broker restart may legitimately have taken (non-durable,
+    or on a non-durable queue; not counted lost); ``restarted``: the broker was restarted (an acknowledgement the
+    broker confirmed before a kill need not have reached its disk, and the sessions were recreated, so neither
+    duplicates after an acknowledgement nor unanswered calls are counted).  Malformed histories raise
+    ``HistoryError``."""
     result = check(history, final_drain_complete=drain_complete, allow_duplicates=True, max_examples=1000)
     findings: list[str] = []
     notes: list[str] = []
     anomalies: list[Anomaly] = []
-    lost = [f.key for f in result.lost.examples if f.key not in dropped]
+    lost = [f.key for f in result.lost.examples if f.key not in dropped and f.key not in gone]
+    taken = [f.key for f in result.lost.examples if f.key in gone and f.key not in dropped]
+    if taken:
+        notes.append(f"confirmed, never received: {', '.join(taken)}; not counted: non-durable, or on a non-durable "
+                     "queue, and a broker restart came after its send (restart.non-durable-lost)")
     excused = [f.key for f in result.lost.examples if f.key in dropped]
     if excused:
         notes.append(f"confirmed, never received: {', '.join(excused)}; not counted: the proxy dropped every frame "
                      "that carried it, so it never reached the broker")
     if lost:
-        count = result.lost.count - len(excused)
+        count = result.lost.count - len(excused) - len(taken)
         findings.append(f"{count} lost: confirmed, never received ({', '.join(lost)})")
         anomalies.extend(Anomaly("lost", key) for key in lost)
     if result.unexpected.count:
@@ -118,14 +127,18 @@ def judge(history: Iterable[Op], *, drain_complete: bool, desynchronised: bool,
         if desynchronised:
             notes.append(f"delivered again after a confirmed ack: {listed}; not counted: a dropped counted frame "
                          "desynchronised the command numbering, and a reattach may then replay")
+        elif restarted:
+            notes.append(f"delivered again after a confirmed ack: {listed}; not counted: the broker was restarted, "
+                         "and an acknowledgement need not be on its disk when it is confirmed")
         else:
             findings.append(f"{len(after_ack)} duplicated after a confirmed acknowledgement: {listed}")
             anomalies.extend(Anomaly("duplicated", key) for key in dict.fromkeys(d.key for d in after_ack))
     if unanswered:
         listed = ", ".join(u.describe() for u in unanswered[:10]) + (" ..." if len(unanswered) > 10 else "")
-        if desynchronised or recreated:
+        if desynchronised or recreated or restarted:
             why = ("a dropped counted frame desynchronised the command numbering" if desynchronised
-                   else "a failover recreated a session, which ends its calls in flight")
+                   else "a failover recreated a session, which ends its calls in flight" if recreated
+                   else "the broker was restarted, which ends the sessions' calls in flight")
             notes.append(f"{len(unanswered)} call(s) never answered ({listed}); not counted: {why}")
         else:
             findings.append(f"{len(unanswered)} call(s) never answered, with the command numbering in step and no "

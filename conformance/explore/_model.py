@@ -41,6 +41,7 @@ __all__ = [
     "Receive",
     "RefuseConnects",
     "ResetReattach",
+    "RestartBroker",
     "Rollback",
     "Send",
     "Workload",
@@ -292,10 +293,14 @@ class Workload:
 
     config: ClientConfig
     operations: tuple[Operation, ...]
+    #: The indices of the queues made non-durable (the rest are durable): what a restart must remove.
+    volatile: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not 1 <= len(self.operations) <= 12:
             raise ExampleError(f"a workload has 1 to 12 operations, got {len(self.operations)}")
+        if sorted(set(self.volatile)) != list(self.volatile) or not all(0 <= q < len(QUEUES) for q in self.volatile):
+            raise ExampleError(f"volatile must list distinct queue indices in order, got {self.volatile!r}")
 
     @property
     def transacted(self) -> bool:
@@ -303,18 +308,27 @@ class Workload:
         return any(getattr(op, "tx", False) or isinstance(op, Commit | Rollback) for op in self.operations)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"config": self.config.to_dict(), "operations": [_operation_to_dict(op) for op in self.operations]}
+        out: dict[str, Any] = {"config": self.config.to_dict(),
+                               "operations": [_operation_to_dict(op) for op in self.operations]}
+        if self.volatile:  # left out when empty: examples written before it existed read the same
+            out["volatile"] = list(self.volatile)
+        return out
 
     @classmethod
     def from_dict(cls, data: Any) -> Workload:
-        fields = _fields(data, "workload", ("config", "operations"))
+        fields = _fields(data, "workload", ("config", "operations", "volatile"))
         operations = fields.get("operations")
         if not isinstance(operations, list):
             raise ExampleError(f"workload 'operations' must be a list, got {operations!r}")
-        return cls(ClientConfig.from_dict(fields.get("config")), tuple(map(_operation_from_dict, operations)))
+        volatile = fields.get("volatile", [])
+        if not isinstance(volatile, list) or not all(isinstance(q, int) and not isinstance(q, bool) for q in volatile):
+            raise ExampleError(f"workload 'volatile' must be a list of queue indices, got {volatile!r}")
+        return cls(ClientConfig.from_dict(fields.get("config")), tuple(map(_operation_from_dict, operations)),
+                   tuple(volatile))
 
     def describe(self) -> str:
-        return f"{self.config.describe()}: " + ", ".join(op.describe() for op in self.operations)
+        volatile = f" non-durable {','.join(QUEUES[q] for q in self.volatile)}" if self.volatile else ""
+        return f"{self.config.describe()}{volatile}: " + ", ".join(op.describe() for op in self.operations)
 
 
 # ---------------------------------------------------------------------------------------------------- faults
@@ -453,8 +467,25 @@ class RefuseConnects:
         return f"refuse {self.count} connect(s)" + _at(self.at)
 
 
+@dataclass(frozen=True, slots=True)
+class RestartBroker:
+    """Kill (SIGKILL; ``graceful``: stop) the broker under test and start it again with its data, before
+    operation ``at`` (``at`` past the last operation: after the workload, before its sessions close).  Only a
+    target the kit runs can do it; the client's connection fails and it reconnects once the broker is back."""
+
+    graceful: bool = False
+    at: int = 0
+    kind: Literal["restart"] = field(default="restart", init=False)
+
+    def __post_init__(self) -> None:
+        _check_range("at", self.at, 0, 12)
+
+    def describe(self) -> str:
+        return f"restart({'stop' if self.graceful else 'kill'})" + _at(self.at)
+
+
 Fault: TypeAlias = (CutAfterCommands | CutAtFrame | DropFrames | DelayFrames | DuplicateFrames | ResetReattach
-                    | RefuseConnects)
+                    | RefuseConnects | RestartBroker)
 
 
 def _at(at: int) -> str:
@@ -469,6 +500,7 @@ _FAULT_FIELDS: dict[str, tuple[type[Any], tuple[str, ...]]] = {
     "duplicate": (DuplicateFrames, ("direction", "packet_type", "count", "at")),
     "reset-reattach": (ResetReattach, ("count", "at")),
     "refuse-connects": (RefuseConnects, ("count", "at")),
+    "restart": (RestartBroker, ("graceful", "at")),
 }
 
 
@@ -491,6 +523,8 @@ def _fault_from_dict(data: Any) -> Fault:
         if name in ("direction", "packet_type"):
             if not isinstance(value, str):
                 raise ExampleError(f"{kind}: {name!r} must be a string, got {value!r}")
+        elif name == "graceful":
+            _bool(fields, name)
         elif not isinstance(value, int) or isinstance(value, bool):
             raise ExampleError(f"{kind}: {name!r} must be an integer, got {value!r}")
     fault: Fault = cls(**{name: fields[name] for name in names})
@@ -513,6 +547,11 @@ class FaultSchedule:
         a later reattach may then replay a command the broker already has, so a conforming broker can store a
         message twice."""
         return any(isinstance(f, DropFrames) and f.desynchronises for f in self.faults)
+
+    @property
+    def restarts(self) -> tuple[RestartBroker, ...]:
+        """The broker restarts it asks for (a target that cannot restart its broker cannot run them)."""
+        return tuple(f for f in self.faults if isinstance(f, RestartBroker))
 
     def to_dict(self) -> dict[str, Any]:
         return {"faults": [_fault_to_dict(f) for f in self.faults]}

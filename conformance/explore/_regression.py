@@ -15,6 +15,7 @@ from string import Template
 from typing import Protocol
 
 from ._model import Example
+from ._restart import restarter_of
 from ._runner import Limits, Outcome, run_example_sync
 
 __all__ = ["Reachable", "regression_case", "regression_file_name", "replay"]
@@ -36,7 +37,8 @@ def replay(example: Example, target: Reachable | str, *, limits: Limits | None =
     limits = Limits() if limits is None else limits
     if isinstance(target, str):
         return run_example_sync(target, example, limits=limits)
-    return run_example_sync(target.url, example, limits=limits, protocol_version=target.protocol_version)
+    return run_example_sync(target.url, example, limits=limits, protocol_version=target.protocol_version,
+                            restarter=restarter_of(target))
 
 
 def _digest(example: Example) -> str:

@@ -38,7 +38,27 @@ from cck.reference.client import (
 
 from ._faults import rule_of
 from ._judge import Judgement, Unanswered, judge
-from ._model import QUEUES, Commit, CreateConsumer, CreateProducer, Example, Operation, Receive, Rollback, Send
+from ._model import (
+    QUEUES,
+    Commit,
+    CreateConsumer,
+    CreateProducer,
+    Example,
+    Operation,
+    Receive,
+    RestartBroker,
+    Rollback,
+    Send,
+)
+from ._restart import (
+    Restarter,
+    RestartFailed,
+    RestartRecord,
+    SentMessage,
+    gone_with_restart,
+    judge_restart,
+    restart_broker,
+)
 
 __all__ = ["Limits", "Outcome", "OutcomeKind", "dropped_sends", "run_example", "run_example_sync"]
 
@@ -71,6 +91,8 @@ class Limits:
     quiet_s: float = 0.5
     #: The whole example.
     example_s: float = 90.0
+    #: One broker restart (and the queue query after it); the example's deadline grows by as much per restart.
+    restart_s: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -196,6 +218,8 @@ class _Workload:
         self.pending: dict[asyncio.Future[Packet], str] = {}
         #: The calls no answer reached (the oracle judges them with the failover events).
         self.unanswered: list[Unanswered] = []
+        #: Every message a send was invoked for, by key (what the restart rules judge by).
+        self.sent: dict[str, SentMessage] = {}
         self._keys = 0
 
     def no_answer(self, error: BaseException, request: str, key: str | None = None) -> None:
@@ -252,6 +276,7 @@ class _Workload:
             self._keys += 1
             key = f"{self.run_id}-{self._keys}"
             self.history.invoke_send(side.name, key, producer=name, seq=seq)
+            self.sent[key] = SentMessage(op.queue, op.durable, time.monotonic_ns())
             try:
                 future = await producer.send_async(_message(key, seq, op.durable))
             except ClientError as exc:
@@ -364,7 +389,8 @@ async def _bounded(awaitable: Awaitable[T], seconds: float, what: str) -> T:
         raise _Indeterminate(f"{what} took longer than {seconds:g} s") from None
 
 
-async def _setup(url: str, run_id: str, settings: ClientSettings, limits: Limits) -> None:
+async def _setup(url: str, run_id: str, settings: ClientSettings, limits: Limits,
+                 volatile: tuple[int, ...] = ()) -> None:
     """The example's queues, over a plain connection straight to the broker."""
     plain = dataclasses.replace(settings, reconnect_attempts=0)
     try:
@@ -373,7 +399,8 @@ async def _setup(url: str, run_id: str, settings: ClientSettings, limits: Limits
             session = await connection.create_session()
             for index in range(len(QUEUES)):
                 name = queue_name(run_id, index)
-                await session.create_queue(name, name, routing_type=RoutingType.ANYCAST)
+                await session.create_queue(name, name, routing_type=RoutingType.ANYCAST,
+                                           durable=index not in volatile)
             await session.close()
     except ClientError as exc:
         raise _Indeterminate(f"setting up the queues straight on the broker failed: {exc!r}") from exc
@@ -399,6 +426,10 @@ async def _drain(url: str, run_id: str, settings: ClientSettings, history: Histo
                     await asyncio.sleep(0.05)
                 if query.consumer_count:
                     complete = False  # a session of the workload still holds messages: nothing is judged lost
+                if not query.exists:
+                    # a non-durable queue a restart took (or a durable one: a finding of the restart rules); a
+                    # consumer would be refused, and nothing of it can be read
+                    continue
                 token = uuid.uuid4().hex
                 if query.exists and not query.consumer_count:
                     await session.create_producer(name).send(
@@ -441,12 +472,15 @@ def _mark(timeline: list[dict[str, Any]], event: str, text: str, **extra: Any) -
 
 async def _run(url: str, example: Example, limits: Limits, protocol_version: int | None, history: History,
                proxy_box: list[FaultProxy], events: list[tuple[str, str]], timeline: list[dict[str, Any]],
-               unanswered: list[Unanswered]) -> bool:
-    """The run proper; whether the drain was complete.  Fills ``events`` with the client's failover events and
-    ``unanswered`` with the workload's calls no answer reached."""
+               unanswered: list[Unanswered], restarter: Restarter | None = None,
+               restarts: list[RestartRecord] | None = None,
+               sent: dict[str, SentMessage] | None = None) -> bool:
+    """The run proper; whether the drain was complete.  Fills ``events`` with the client's failover events,
+    ``unanswered`` with the workload's calls no answer reached, ``restarts`` with the broker restarts and
+    ``sent`` with the messages sent."""
     run_id = uuid.uuid4().hex[:8]
     settings = _settings(example, limits, protocol_version)
-    await _setup(url, run_id, settings, limits)
+    await _setup(url, run_id, settings, limits, example.workload.volatile)
     host, port = _host_port(url)
     proxy = FaultProxy(host, port, stop_timeout=2.0)
     proxy_box.append(proxy)
@@ -468,15 +502,38 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
         except ClientError as exc:
             raise _Indeterminate(f"connecting through the proxy (before any fault) failed: {exc!r}") from exc
         operations = example.workload.operations
+
+        async def restart(fault: RestartBroker) -> None:
+            assert restarter is not None, "run_example refuses an example with a restart without a restarter"
+            assert restarts is not None
+            # a phase, not a fault: no proxy rule carries it out (the diagram draws faults as the proxy's rules)
+            _mark(timeline, "phase", f"{fault.describe()}: the broker is {'stopped' if fault.graceful else 'killed'} "
+                                     "and started again with its data; the proxy refuses reconnects meanwhile")
+            names = tuple(queue_name(run_id, i) for i in range(len(QUEUES)))
+            try:
+                record = await restart_broker(restarter, fault.graceful, proxy, url, names, settings,
+                                              limits.restart_s)
+            except RestartFailed as exc:
+                raise _Indeterminate(str(exc)) from exc
+            restarts.append(record)
+            _mark(timeline, "phase", f"broker back after {(record.ended_ns - record.started_ns) / 1e9:.1f} s; "
+                                     f"queues there: {', '.join(QUEUES[i] for i in record.present) or 'none'}")
+
         for index, op in enumerate(operations):
             for fault in example.schedule.faults:
-                if min(fault.at, len(operations) - 1) == index:
+                if isinstance(fault, RestartBroker):
+                    if fault.at == index:
+                        await restart(fault)
+                elif min(fault.at, len(operations) - 1) == index:
                     proxy.add(rule_of(fault))
                     _mark(timeline, "fault", fault.describe())
             _mark(timeline, "operation", op.describe(), index=index)
             # a client error is the broker's or the fault's doing: recorded as unknown outcomes where it matters
             with contextlib.suppress(ClientError, TimeoutError):
                 await asyncio.wait_for(work.do(op), limits.operation_s)
+        for fault in example.schedule.restarts:
+            if fault.at >= len(operations):  # after the workload, before its sessions close
+                await restart(fault)
         _mark(timeline, "phase", "waiting for asynchronous answers; then the rules are cleared and the sessions "
                                  "closed")
         if work.pending:
@@ -495,6 +552,8 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
     finally:
         if work is not None:
             unanswered.extend(work.unanswered)
+            if sent is not None:
+                sent.update(work.sent)
         if connection is not None:
             events.extend((e.kind, e.detail) for e in connection.events)
             with contextlib.suppress(ClientError, TimeoutError):
@@ -509,10 +568,15 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
 
 
 async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
-                      protocol_version: int | None = None) -> Outcome:
+                      protocol_version: int | None = None, restarter: Restarter | None = None) -> Outcome:
     """Run ``example`` against the broker at ``url`` (``tcp://host:port``, reached through a fault proxy of
-    its own) and judge it.  Never raises for what the broker does; see the module's docstring."""
+    its own) and judge it.  Never raises for what the broker does; see the module's docstring.  ``restarter``
+    restarts that broker (None: the target cannot; an example with a restart is then a ValueError)."""
+    if example.schedule.restarts and restarter is None:
+        raise ValueError(f"the example restarts the broker, which this target cannot: {example.describe()}")
     started = time.monotonic()
+    restarts: list[RestartRecord] = []
+    sent: dict[str, SentMessage] = {}
     history = History()
     proxies: list[FaultProxy] = []
     events: list[tuple[str, str]] = []
@@ -548,11 +612,16 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
 
     loop.set_exception_handler(unhandled)
     try:
+        deadline = limits.example_s + limits.restart_s * len(example.schedule.restarts)
         complete = await asyncio.wait_for(_run(url, example, limits, protocol_version, history, proxies, events,
-                                               timeline, unanswered), limits.example_s)
+                                               timeline, unanswered, restarter, restarts, sent), deadline)
         judgement = judge(history, drain_complete=complete, desynchronised=example.schedule.desynchronises,
                           unanswered=unanswered, recreated=any(kind in _NOT_REATTACHED for kind, _ in events),
-                          dropped=dropped_sends(r for proxy in proxies for r in proxy.wire_log))
+                          dropped=dropped_sends(r for proxy in proxies for r in proxy.wire_log),
+                          gone=gone_with_restart(sent, restarts, example.workload.volatile),
+                          restarted=bool(restarts))
+        judgement = judge_restart(judgement, history, sent, (r for proxy in proxies for r in proxy.wire_log),
+                                  restarts, example.workload.volatile, len(QUEUES))
     except _Indeterminate as exc:
         return outcome("indeterminate", reason=str(exc), escaped=escaped)
     except TimeoutError:
@@ -566,6 +635,7 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
 
 
 def run_example_sync(url: str, example: Example, *, limits: Limits = Limits(),
-                     protocol_version: int | None = None) -> Outcome:
+                     protocol_version: int | None = None, restarter: Restarter | None = None) -> Outcome:
     """:func:`run_example` on an event loop of its own."""
-    return asyncio.run(run_example(url, example, limits=limits, protocol_version=protocol_version))
+    return asyncio.run(run_example(url, example, limits=limits, protocol_version=protocol_version,
+                                   restarter=restarter))

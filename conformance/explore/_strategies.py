@@ -35,6 +35,7 @@ from ._model import (
     Receive,
     RefuseConnects,
     ResetReattach,
+    RestartBroker,
     Rollback,
     Send,
     Workload,
@@ -120,9 +121,32 @@ def fault_schedules(max_faults: int = 3, max_at: int = 0) -> st.SearchStrategy[F
     return st.builds(FaultSchedule, st.lists(faults(max_at), min_size=1, max_size=max_faults).map(tuple))
 
 
+#: One example in this many gets a broker restart (a restart takes seconds: most examples stay fast).
+RESTART_ONE_IN = 4
+
+
 @st.composite
-def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3) -> Example:
-    """A workload, then a schedule whose faults are installed before one of its operations."""
+def _restart(draw: st.DrawFn, operations: int) -> RestartBroker | None:
+    """A restart in one example of :data:`RESTART_ONE_IN` (shrinks to none); a kill first, then a stop; late
+    install points as likely as early ones (a restart after the sends is what a journal bug shows in)."""
+    if draw(st.integers(0, RESTART_ONE_IN - 1)) != RESTART_ONE_IN - 1:
+        return None
+    return RestartBroker(draw(st.booleans()), draw(st.integers(0, min(operations, 12))))
+
+
+@st.composite
+def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3, restart: bool = False) -> Example:
+    """A workload, then a schedule whose faults are installed before one of its operations; with ``restart``
+    (the target can restart its broker) some examples restart it too, and some queues are non-durable."""
     workload = draw(workloads(max_operations))
     schedule = draw(fault_schedules(max_faults, max_at=len(workload.operations) - 1))
-    return Example(workload, schedule)
+    if not restart:
+        return Example(workload, schedule)
+    # the durable queues are the first choice (shrinking goes there)
+    volatile = tuple(sorted(draw(st.sets(_queues, max_size=2))))
+    restarts = draw(_restart(len(workload.operations)))
+    if restarts is not None:
+        # the restart is a fault of its own: how many of the proxy's faults stay shrinks to none
+        kept = draw(st.integers(0, len(schedule.faults)))
+        schedule = FaultSchedule((*schedule.faults[:kept], restarts))
+    return Example(Workload(workload.config, workload.operations, volatile), schedule)
