@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import dataclasses
 import logging
 import re
 import sys
@@ -15,9 +17,13 @@ from typing import TextIO
 from cck.conformance.targets import TargetError, Topology, make_target
 
 from ._explore import ExploreConfig, explore, load_example, replay_command, replay_until_found, write_outcome
-from ._model import Example, ExampleError
+from ._model import ExampleError
 from ._regression import regression_file_name
 from ._runner import Outcome, run_example
+from ._security_model import AnyExample, SecurityExample
+from ._security_oracle import Realm
+from ._security_runner import run_security
+from ._security_targets import MANAGED, SecuredBrokers
 
 __all__ = ["DESCRIPTION", "add_arguments", "parse_budget", "parse_seed", "run_explore"]
 
@@ -98,6 +104,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replay", type=Path, metavar="FILE",
                         help="run the example in FILE (an example.json the exploration wrote) and judge it: up to "
                              "--tries runs, stopping at the first finding")
+    parser.add_argument("--no-security", action="store_true",
+                        help="draw the reliability family only: do not start the two secured brokers the security "
+                             "family's examples run against (docs/exploration.md, \"The security family\")")
 
 
 def _target_args(options: argparse.Namespace) -> tuple[str, ...]:
@@ -115,7 +124,7 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
     err = sys.stderr if err is None else err
     if options.artemis_version is not None and options.target != "artemis":
         parser.error("--artemis-version is for --target artemis")
-    example: Example | None = None
+    example: AnyExample | None = None
     if options.replay is not None:
         try:
             example = load_example(options.replay)
@@ -139,10 +148,24 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
             target.close()
             print(f"error: the {options.target} target did not start: {exc}", file=err)
             return 4
-        with target:
+        # the security family's secured brokers: for an exploration (unless --no-security) or a security replay
+        secure = options.target in MANAGED and (isinstance(example, SecurityExample)
+                                                 or (example is None and not options.no_security))
+        with target, contextlib.ExitStack() as stack:
             url, version = target.url, target.protocol_version
+            secured: dict[Realm, str] = {}
+            if secure:
+                try:
+                    secured = dict(stack.enter_context(SecuredBrokers(options.target, options.artemis_version,
+                                                                      Path(workdir), err)).urls)
+                except TargetError as exc:
+                    print(f"error: a secured {options.target} broker did not start: {exc}", file=err)
+                    return 4
+                config = dataclasses.replace(config, security=True)
 
-            def run(candidate: Example) -> Outcome:
+            def run(candidate: AnyExample) -> Outcome:
+                if isinstance(candidate, SecurityExample):
+                    return asyncio.run(run_security(secured, candidate, protocol_version=version))
                 return asyncio.run(run_example(url, candidate, protocol_version=version))
 
             if example is not None:
@@ -169,7 +192,7 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
     return result.exit_status
 
 
-def _replay(run: Callable[[Example], Outcome], example: Example, config: ExploreConfig, out: TextIO) -> int:
+def _replay(run: Callable[[AnyExample], Outcome], example: AnyExample, config: ExploreConfig, out: TextIO) -> int:
     print(f"replaying: {example.describe()}", file=out)
     outcome = replay_until_found(run, example, config.tries, out)
     for note in outcome.judgement.notes if outcome.judgement is not None else ():

@@ -39,6 +39,7 @@ from cck.reference.client import (
 from ._faults import rule_of
 from ._judge import Judgement, Unanswered, judge
 from ._model import QUEUES, Commit, CreateConsumer, CreateProducer, Example, Operation, Receive, Rollback, Send
+from ._security_model import AnyExample
 
 __all__ = ["Limits", "Outcome", "OutcomeKind", "dropped_sends", "run_example", "run_example_sync"]
 
@@ -77,7 +78,7 @@ class Limits:
 class Outcome:
     """What one run of an example came to."""
 
-    example: Example
+    example: AnyExample
     kind: OutcomeKind
     elapsed_s: float
     judgement: Judgement | None = None
