@@ -35,7 +35,9 @@ delay, duplicate, reset during reattach, refuse connects), runs it with the kit'
 sessions reattach) through the fault proxy in front of the target, drains the queues and judges the history.
 A failing example is shrunk, replayed once more to confirm, and written to --evidence-dir with the one-line
 command that replays it, a sequence diagram of the run (sequence.svg) and, once confirmed, a pytest case that
-replays it for a regression suite.
+replays it for a regression suite.  Beside these, unless --no-security, it draws security examples (logins with
+drawn credentials, then sends, consumers, browsers and queue creations on a fixed name space) against two more
+brokers of the target's kind, secured (strict and guest realms), judged by a model of their security settings.
 
 Exit status: 0 nothing found, 1 a finding, 2 bad arguments, 3 the kit erred (no finding), 4 the target did
 not start or a replay could not be judged.  docs/exploration.md says what is judged and what is not."""
