@@ -257,3 +257,20 @@ def test_judge_leaves_unknown_answers_and_a_wrong_login_be() -> None:
                                          Answer(1, None, "allowed"), Answer(1, 0, "allowed")])
     assert len(judgement.findings) == 1  # the login; the send after it is not judged
     assert len(judgement.notes) == 2
+
+
+# ---------------------------------------------------------------------------------------------------- the runner
+
+
+def test_answers_are_classified_by_the_refusals_type() -> None:
+    from cck.codec import ExceptionType
+    from cck.conformance.explore._security_runner import _classified
+    from cck.reference.client import BrokerRefused, CallTimeout
+
+    assert _classified(BrokerRefused(ExceptionType.SECURITY_EXCEPTION, "AMQ229032", "CREATE_QUEUE"), True)[0] \
+        == "refused"
+    # the security check comes before the existence check: an existing queue was let past it
+    assert _classified(BrokerRefused(ExceptionType.QUEUE_EXISTS, "AMQ229019", "CREATE_QUEUE"), True)[0] == "allowed"
+    assert _classified(BrokerRefused(ExceptionType.QUEUE_EXISTS, "AMQ229019", "CREATE_CONSUMER"), False)[0] \
+        == "error"
+    assert _classified(CallTimeout("send", 3000), False)[0] == "unknown"
