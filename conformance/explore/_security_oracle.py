@@ -75,13 +75,13 @@ F_QUEUES = ("sx-f1", "sx-f2")
 SETTINGS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     "#": {},
     f"{_A}.#": {"send": ("wide", "temp", GUEST_ROLE), "consume": ("wide",), "browse": ("wide", "browser"),
-                "createDurableQueue": ("wide",), "createNonDurableQueue": ("wide", "temp")},
+                "createDurableQueue": ("wide",), "createNonDurableQueue": ("wide", "temp", GUEST_ROLE)},
     f"{_AB}.#": {"consume": ("wide", "browser"), "browse": ("browser",),
-                 "createDurableQueue": ("temp",), "createNonDurableQueue": ("temp",)},
-    f"{_S}.*": {"send": ("wide",), "consume": (GUEST_ROLE, "wide"), "browse": ("browser",),
-                "createNonDurableQueue": ("wide",)},
-    _F: {"send": ("wide",), "consume": ("wide",), "browse": ("wide", "browser"),
-         "createNonDurableQueue": ("temp",)},
+                 "createDurableQueue": ("temp",), "createNonDurableQueue": ("temp", "browser")},
+    f"{_S}.*": {"send": ("wide", "temp", GUEST_ROLE), "consume": (GUEST_ROLE, "wide"),
+                "browse": ("browser", GUEST_ROLE), "createNonDurableQueue": ("wide",)},
+    _F: {"send": ("wide",), "consume": ("wide", GUEST_ROLE), "browse": ("wide", "browser"),
+         "createNonDurableQueue": ("temp", GUEST_ROLE)},
     f"{_F}::{F_QUEUES[0]}": {"consume": ("browser",), "browse": ("browser",), "createDurableQueue": ("temp",)},
 }
 
