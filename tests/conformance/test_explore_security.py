@@ -134,12 +134,13 @@ def test_cached_name_deviation_only_in_the_guest_realm() -> None:
     guest_as_wendy = authenticate("guest", "wendy-wrong")
     assert guest_as_wendy is not None
     assert guest_as_wendy.claimed == "wendy"
-    # wendy may send to a.x, the guest role too: nothing to explain; to s.x only wendy may
-    assert shares_cached_name("guest", guest_as_wendy, "send", "cck.sx.s.x")
-    assert not shares_cached_name("guest", guest_as_wendy, "send", "cck.sx.s.x.y")
+    # wendy may create a non-durable queue under s.*, the guest role may not; under '#' neither may
+    assert shares_cached_name("guest", guest_as_wendy, "createNonDurableQueue", "cck.sx.s.x", "cck.sx.s.x-new")
+    assert not shares_cached_name("guest", guest_as_wendy, "createNonDurableQueue", "cck.sx.s.x.y",
+                                  "cck.sx.s.x.y-new")
     anonymous = authenticate("guest", "anonymous")
     assert anonymous is not None
-    assert not shares_cached_name("guest", anonymous, "send", "cck.sx.s.x")
+    assert not shares_cached_name("guest", anonymous, "createNonDurableQueue", "cck.sx.s.x", "cck.sx.s.x-new")
     assert WIDE is not None
     assert not shares_cached_name("strict", WIDE, "consume", "cck.sx.s.x", "cck.sx.s.x")
 
@@ -239,7 +240,8 @@ def test_judge_each_mutants_wrong_answer(credentials: str, attempt: Attempt, wro
 
 
 def test_judge_names_the_cache_deviation() -> None:
-    example = SecurityExample("guest", (Login("wendy"), Login("wendy-wrong", (Attempt("send", _place("cck.sx.s.x")),))))
+    example = SecurityExample("guest", (Login("wendy"), Login("wendy-wrong", (Attempt("create-non-durable",
+                                                                              _place("cck.sx.s.x-new")),))))
     findings = _judged(example, (0, None, "allowed"), (1, None, "allowed"), (1, 0, "allowed"))
     assert len(findings) == 1
     assert "security.anonymous.3" in findings[0]
