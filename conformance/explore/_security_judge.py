@@ -78,12 +78,17 @@ def judge_security(example: SecurityExample, answers: Sequence[Answer]) -> Judge
         if (answer.answered == "allowed") == allowed:
             continue
         must = "allowed" if allowed else "refused"
-        line = (f"{step}: {answer.answered}, must be {must} ({identity.user} with roles "
-                f"{', '.join(sorted(identity.roles))}, {attempt.permission})")
-        if not allowed and shares_cached_name(example.realm, identity, attempt.permission, place.address,
-                                              attempt.queue):
-            line += (f"; Artemis 2.44.0's known deviation {CACHE_DEVIATION}: grants cached under the claimed name "
-                     f"{identity.claimed!r}, which another identity holds this permission under")
+        line = (
+            f"{step}: {answer.answered}, must be {must} ({identity.user} with roles "
+            f"{', '.join(sorted(identity.roles))}, {attempt.permission})"
+        )
+        if not allowed and shares_cached_name(
+            example.realm, identity, attempt.permission, place.address, attempt.queue
+        ):
+            line += (
+                f"; Artemis 2.44.0's known deviation {CACHE_DEVIATION}: grants cached under the claimed name "
+                f"{identity.claimed!r}, which another identity holds this permission under"
+            )
         findings.append(line)
     result = check([], final_drain_complete=True, allow_duplicates=True)
     return Judgement("finding" if findings else "clean", tuple(findings), tuple(notes), result)

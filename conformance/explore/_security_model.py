@@ -50,8 +50,13 @@ class Attempt:
     @property
     def permission(self) -> str:
         """The permission the broker must check (the manual's permission list)."""
-        return {"send": "send", "consume": "consume", "browse": "browse", "create-durable": "createDurableQueue",
-                "create-non-durable": "createNonDurableQueue"}[self.action]
+        return {
+            "send": "send",
+            "consume": "consume",
+            "browse": "browse",
+            "create-durable": "createDurableQueue",
+            "create-non-durable": "createNonDurableQueue",
+        }[self.action]
 
     @property
     def queue(self) -> str | None:
@@ -89,8 +94,11 @@ class Login:
 
     @classmethod
     def from_dict(cls, data: Any) -> Login:
-        if not isinstance(data, Mapping) or set(data) != {"credentials", "attempts"} \
-                or not isinstance(data["attempts"], list):
+        if (
+            not isinstance(data, Mapping)
+            or set(data) != {"credentials", "attempts"}
+            or not isinstance(data["attempts"], list)
+        ):
             raise ExampleError(f"a login is {{'credentials', 'attempts': [...]}}, got {data!r}")
         return cls(data["credentials"], tuple(map(Attempt.from_dict, data["attempts"])))
 
@@ -116,10 +124,15 @@ class SecurityExample:
 
     @classmethod
     def from_dict(cls, data: Any) -> SecurityExample:
-        if not isinstance(data, Mapping) or set(data) != {"family", "realm", "logins"} \
-                or data["family"] != "security" or not isinstance(data["logins"], list):
-            raise ExampleError(f"a security example is {{'family': 'security', 'realm', 'logins': [...]}}, "
-                               f"got {data!r}")
+        if (
+            not isinstance(data, Mapping)
+            or set(data) != {"family", "realm", "logins"}
+            or data["family"] != "security"
+            or not isinstance(data["logins"], list)
+        ):
+            raise ExampleError(
+                f"a security example is {{'family': 'security', 'realm', 'logins': [...]}}, got {data!r}"
+            )
         return cls(data["realm"], tuple(map(Login.from_dict, data["logins"])))
 
     def describe(self) -> str:

@@ -74,14 +74,31 @@ F_QUEUES = ("sx-f1", "sx-f2")
 #: is inherited), and each differs from the blocks it overlaps in what a mutant's wrong choice would change.
 SETTINGS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     "#": {},
-    f"{_A}.#": {"send": ("wide", "temp", GUEST_ROLE), "consume": ("wide",), "browse": ("wide", "browser"),
-                "createDurableQueue": ("wide",), "createNonDurableQueue": ("wide", "temp", GUEST_ROLE)},
-    f"{_AB}.#": {"consume": ("wide", "browser"), "browse": ("browser",),
-                 "createDurableQueue": ("temp",), "createNonDurableQueue": ("temp", "browser")},
-    f"{_S}.*": {"send": ("wide", "temp", GUEST_ROLE), "consume": (GUEST_ROLE, "wide"),
-                "browse": ("browser", GUEST_ROLE), "createNonDurableQueue": ("wide",)},
-    _F: {"send": ("wide",), "consume": ("wide", GUEST_ROLE), "browse": ("wide", "browser"),
-         "createNonDurableQueue": ("temp", GUEST_ROLE)},
+    f"{_A}.#": {
+        "send": ("wide", "temp", GUEST_ROLE),
+        "consume": ("wide",),
+        "browse": ("wide", "browser"),
+        "createDurableQueue": ("wide",),
+        "createNonDurableQueue": ("wide", "temp", GUEST_ROLE),
+    },
+    f"{_AB}.#": {
+        "consume": ("wide", "browser"),
+        "browse": ("browser",),
+        "createDurableQueue": ("temp",),
+        "createNonDurableQueue": ("temp", "browser"),
+    },
+    f"{_S}.*": {
+        "send": ("wide", "temp", GUEST_ROLE),
+        "consume": (GUEST_ROLE, "wide"),
+        "browse": ("browser", GUEST_ROLE),
+        "createNonDurableQueue": ("wide",),
+    },
+    _F: {
+        "send": ("wide",),
+        "consume": ("wide", GUEST_ROLE),
+        "browse": ("wide", "browser"),
+        "createNonDurableQueue": ("temp", GUEST_ROLE),
+    },
     f"{_F}::{F_QUEUES[0]}": {"consume": ("browser",), "browse": ("browser",), "createDurableQueue": ("temp",)},
 }
 
@@ -116,17 +133,24 @@ ADDRESSES: tuple[str, ...] = tuple(dict.fromkeys(p.address for p in QUEUES))
 #: per address, the queue a create attempt makes there (the administrator deletes it before each run)
 NEW_QUEUES: tuple[Place, ...] = tuple(
     Place(address, f"{address}-new" if address != _F else "sx-f-new", "multicast" if address == _F else "anycast")
-    for address in ADDRESSES)
+    for address in ADDRESSES
+)
 #: every place an attempt may name: the existing queues, then the queues to create
 PLACES = QUEUES + NEW_QUEUES
 
 
 def security_topology(realm: Realm) -> Topology:
     """The broker configuration of ``realm``: these users and settings; ``guest`` adds a guest login module."""
-    rules = tuple(SecurityRule(match, permission, ("admin", *grants.get(permission, ())))
-                  for match, grants in SETTINGS.items() for permission in PERMISSIONS)
-    return Topology(security=SecuritySpec(enabled=True, users=USERS, rules=rules,
-                                          guest_role=GUEST_ROLE if realm == "guest" else None))
+    rules = tuple(
+        SecurityRule(match, permission, ("admin", *grants.get(permission, ())))
+        for match, grants in SETTINGS.items()
+        for permission in PERMISSIONS
+    )
+    return Topology(
+        security=SecuritySpec(
+            enabled=True, users=USERS, rules=rules, guest_role=GUEST_ROLE if realm == "guest" else None
+        )
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- the model
@@ -188,8 +212,9 @@ def authorize(identity: Identity, permission: str, address: str, queue: str | No
     return bool(({"admin", *grants.get(permission, ())}) & identity.roles)
 
 
-def shares_cached_name(realm: Realm, identity: Identity, permission: str, address: str,
-                       queue: str | None = None) -> bool:
+def shares_cached_name(
+    realm: Realm, identity: Identity, permission: str, address: str, queue: str | None = None
+) -> bool:
     """Whether Artemis 2.44.0's known deviation (``security.anonymous.3``: grants cached under the user name claimed
     in CREATESESSION, not under who logged in) can explain an allowance the model refuses: in the guest realm,
     another identity that claims the same name (the guest under a real user's name, or that user) holds it."""

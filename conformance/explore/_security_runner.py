@@ -49,8 +49,14 @@ class _Indeterminate(Exception):
 def _settings(limits: SecurityLimits, protocol_version: int | None) -> ClientSettings:
     version = CURRENT_VERSION if protocol_version is None else min(CURRENT_VERSION, protocol_version)
     # every send blocks, so that its refusal comes back to the call
-    return ClientSettings(version=version, reconnect_attempts=0, call_timeout_ms=limits.call_timeout_ms,
-                          block_on_durable_send=True, block_on_non_durable_send=True, block_on_acknowledge=True)
+    return ClientSettings(
+        version=version,
+        reconnect_attempts=0,
+        call_timeout_ms=limits.call_timeout_ms,
+        block_on_durable_send=True,
+        block_on_non_durable_send=True,
+        block_on_acknowledge=True,
+    )
 
 
 def _routing(place: Place) -> RoutingType:
@@ -95,12 +101,20 @@ async def _attempt(session: Session, attempt: Attempt) -> None:
         consumer = await session.create_consumer(place.queue, browse_only=attempt.action == "browse")
         await consumer.close()
     else:
-        await session.create_queue(place.address, place.queue, routing_type=_routing(place),
-                                   durable=attempt.action == "create-durable")
+        await session.create_queue(
+            place.address, place.queue, routing_type=_routing(place), durable=attempt.action == "create-durable"
+        )
 
 
-async def _run(url: str, example: SecurityExample, settings: ClientSettings, limits: SecurityLimits,
-               answers: list[Answer], proxies: list[FaultProxy], timeline: list[dict[str, Any]]) -> None:
+async def _run(
+    url: str,
+    example: SecurityExample,
+    settings: ClientSettings,
+    limits: SecurityLimits,
+    answers: list[Answer],
+    proxies: list[FaultProxy],
+    timeline: list[dict[str, Any]],
+) -> None:
     try:
         await asyncio.wait_for(_reset(url, settings, limits), limits.setup_s)
     except (ClientError, TimeoutError, OSError) as exc:
@@ -112,18 +126,21 @@ async def _run(url: str, example: SecurityExample, settings: ClientSettings, lim
     connection: Connection | None = None
     try:
         try:
-            connection = await asyncio.wait_for(connect(proxy.url, settings=settings, connect_timeout=limits.step_s),
-                                                limits.step_s)
+            connection = await asyncio.wait_for(
+                connect(proxy.url, settings=settings, connect_timeout=limits.step_s), limits.step_s
+            )
         except (ClientError, TimeoutError, OSError) as exc:
             raise _Indeterminate(f"connecting through the proxy failed: {exc!r}") from exc
         for index, login in enumerate(example.logins):
-            timeline.append({"ts_ns": time.monotonic_ns(), "event": "operation", "text": login.describe(),
-                             "index": index})
+            timeline.append(
+                {"ts_ns": time.monotonic_ns(), "event": "operation", "text": login.describe(), "index": index}
+            )
             user, password = CREDENTIALS[login.credentials]
             session: Session | None = None
             try:
-                session = await asyncio.wait_for(connection.create_session(username=user, password=password),
-                                                 limits.step_s)
+                session = await asyncio.wait_for(
+                    connection.create_session(username=user, password=password), limits.step_s
+                )
             except (ClientError, TimeoutError) as exc:
                 answered, detail = _classified(exc, creating=False)
                 answers.append(Answer(index, None, answered, detail))
@@ -149,8 +166,13 @@ async def _run(url: str, example: SecurityExample, settings: ClientSettings, lim
         await proxy.stop()
 
 
-async def run_security(urls: Mapping[Realm, str], example: SecurityExample, *,
-                       limits: SecurityLimits = SecurityLimits(), protocol_version: int | None = None) -> Outcome:
+async def run_security(
+    urls: Mapping[Realm, str],
+    example: SecurityExample,
+    *,
+    limits: SecurityLimits = SecurityLimits(),
+    protocol_version: int | None = None,
+) -> Outcome:
     """Run ``example`` against the broker of its realm (``urls``) and judge it; never raises for what the broker
     does."""
     started = time.monotonic()
@@ -161,18 +183,28 @@ async def run_security(urls: Mapping[Realm, str], example: SecurityExample, *,
     def outcome(kind: Any, reason: str = "") -> Outcome:
         proxy = proxies[0] if proxies else None
         judgement = judge_security(example, answers) if kind == "judge" else None
-        return Outcome(example, judgement.kind if judgement is not None else kind, time.monotonic() - started,
-                       judgement, (), (), tuple(r.to_json() for r in proxy.wire_log) if proxy else (),
-                       tuple(a.to_json() for a in proxy.attempts) if proxy else (),
-                       tuple(timeline), reason,
-                       ends=tuple(e.to_json() for e in proxy.ends) if proxy else ())
+        return Outcome(
+            example,
+            judgement.kind if judgement is not None else kind,
+            time.monotonic() - started,
+            judgement,
+            (),
+            (),
+            tuple(r.to_json() for r in proxy.wire_log) if proxy else (),
+            tuple(a.to_json() for a in proxy.attempts) if proxy else (),
+            tuple(timeline),
+            reason,
+            ends=tuple(e.to_json() for e in proxy.ends) if proxy else (),
+        )
 
     url = urls.get(example.realm)
     if url is None:
         return outcome("indeterminate", f"no broker is configured for the {example.realm} realm")
     try:
-        await asyncio.wait_for(_run(url, example, _settings(limits, protocol_version), limits, answers, proxies,
-                                    timeline), limits.example_s)
+        await asyncio.wait_for(
+            _run(url, example, _settings(limits, protocol_version), limits, answers, proxies, timeline),
+            limits.example_s,
+        )
     except _Indeterminate as exc:
         return outcome("indeterminate", str(exc))
     except TimeoutError:

@@ -24,17 +24,18 @@ def attempts(draw: st.DrawFn) -> Attempt:
 
 
 def logins() -> st.SearchStrategy[Login]:
-    return st.builds(Login, st.sampled_from(tuple(CREDENTIALS)),
-                     st.lists(attempts(), max_size=MAX_ATTEMPTS).map(tuple))
+    return st.builds(Login, st.sampled_from(tuple(CREDENTIALS)), st.lists(attempts(), max_size=MAX_ATTEMPTS).map(tuple))
 
 
 def security_examples() -> st.SearchStrategy[SecurityExample]:
-    return st.builds(SecurityExample, st.sampled_from(REALMS),
-                     st.lists(logins(), min_size=1, max_size=MAX_LOGINS).map(tuple))
+    return st.builds(
+        SecurityExample, st.sampled_from(REALMS), st.lists(logins(), min_size=1, max_size=MAX_LOGINS).map(tuple)
+    )
 
 
-def family_examples(max_operations: int = 8, max_faults: int = 3, *,
-                    security: bool = False) -> st.SearchStrategy[AnyExample]:
+def family_examples(
+    max_operations: int = 8, max_faults: int = 3, *, security: bool = False
+) -> st.SearchStrategy[AnyExample]:
     """The reliability family's examples, and with ``security`` the security family's beside them (one of the two
     at each draw; the reliability family first, so a shrunk reliability finding stays one)."""
     reliability: st.SearchStrategy[Example] = examples(max_operations, max_faults)

@@ -37,8 +37,9 @@ class SecuredBrokers:
             for realm in REALMS:
                 directory = self.workdir / f"security-{realm}"
                 directory.mkdir(parents=True, exist_ok=True)
-                target = make_target(self.kind, version=self.version, workdir=directory,
-                                     topology=security_topology(realm))
+                target = make_target(
+                    self.kind, version=self.version, workdir=directory, topology=security_topology(realm)
+                )
                 self._targets.append(target)
                 print(f"starting the {self.kind} target secured for the {realm} realm ...", file=self.err, flush=True)
                 target.start()
@@ -54,6 +55,7 @@ class SecuredBrokers:
                 target.close()
         self._targets.clear()
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         self.close()

@@ -85,12 +85,21 @@ def test_no_legacy_dotted_queue_setting() -> None:
         assert f"{place.address}.{place.queue}" not in SETTINGS
 
 
-@pytest.mark.parametrize(("realm", "credentials", "user"), [
-    ("strict", "wendy", "wendy"), ("strict", "wendy-wrong", None), ("strict", "bob-empty", None),
-    ("strict", "stranger", None), ("strict", "anonymous", None),
-    ("guest", "wendy", "wendy"), ("guest", "wendy-wrong", "guest"), ("guest", "bob-empty", "guest"),
-    ("guest", "stranger", "guest"), ("guest", "anonymous", "guest"),
-])
+@pytest.mark.parametrize(
+    ("realm", "credentials", "user"),
+    [
+        ("strict", "wendy", "wendy"),
+        ("strict", "wendy-wrong", None),
+        ("strict", "bob-empty", None),
+        ("strict", "stranger", None),
+        ("strict", "anonymous", None),
+        ("guest", "wendy", "wendy"),
+        ("guest", "wendy-wrong", "guest"),
+        ("guest", "bob-empty", "guest"),
+        ("guest", "stranger", "guest"),
+        ("guest", "anonymous", "guest"),
+    ],
+)
 def test_authentication(realm: str, credentials: str, user: str | None) -> None:
     identity = authenticate(realm, credentials)  # type: ignore[arg-type]
     assert (identity.user if identity else None) == user
@@ -136,8 +145,7 @@ def test_cached_name_deviation_only_in_the_guest_realm() -> None:
     assert guest_as_wendy.claimed == "wendy"
     # wendy may create a non-durable queue under s.*, the guest role may not; under '#' neither may
     assert shares_cached_name("guest", guest_as_wendy, "createNonDurableQueue", "cck.sx.s.x", "cck.sx.s.x-new")
-    assert not shares_cached_name("guest", guest_as_wendy, "createNonDurableQueue", "cck.sx.s.x.y",
-                                  "cck.sx.s.x.y-new")
+    assert not shares_cached_name("guest", guest_as_wendy, "createNonDurableQueue", "cck.sx.s.x.y", "cck.sx.s.x.y-new")
     anonymous = authenticate("guest", "anonymous")
     assert anonymous is not None
     assert not shares_cached_name("guest", anonymous, "createNonDurableQueue", "cck.sx.s.x", "cck.sx.s.x-new")
@@ -149,28 +157,48 @@ def test_cached_name_deviation_only_in_the_guest_realm() -> None:
 
 
 def test_example_json_round_trip_and_describe() -> None:
-    example = SecurityExample("guest", (Login("wendy-wrong", (Attempt("browse", _place("sx-f1")),
-                                                              Attempt("create-non-durable", _place("sx-f-new")))),
-                                        Login("anonymous")))
+    example = SecurityExample(
+        "guest",
+        (
+            Login(
+                "wendy-wrong", (Attempt("browse", _place("sx-f1")), Attempt("create-non-durable", _place("sx-f-new")))
+            ),
+            Login("anonymous"),
+        ),
+    )
     data = example.to_dict()
     assert data["family"] == "security"
     assert example_from_dict(data) == example
-    assert example.describe() == ("security (guest): login wendy-wrong, browse cck.sx.f::sx-f1, "
-                                  "create-non-durable cck.sx.f::sx-f-new; login anonymous")
+    assert example.describe() == (
+        "security (guest): login wendy-wrong, browse cck.sx.f::sx-f1, "
+        "create-non-durable cck.sx.f::sx-f-new; login anonymous"
+    )
     assert example.size == (2, 2)
 
 
-@pytest.mark.parametrize("data", [
-    {"family": "security", "realm": "open", "logins": [{"credentials": "wendy", "attempts": []}]},
-    {"family": "security", "realm": "strict", "logins": []},
-    {"family": "security", "realm": "strict", "logins": [{"credentials": "mallory", "attempts": []}]},
-    {"family": "security", "realm": "strict", "logins": [{"credentials": "wendy",
-                                                          "attempts": [{"action": "send", "place": len(QUEUES)}]}]},
-    {"family": "security", "realm": "strict", "logins": [{"credentials": "wendy",
-                                                          "attempts": [{"action": "create-durable", "place": 0}]}]},
-    {"family": "security", "realm": "strict", "logins": [{"credentials": "wendy",
-                                                          "attempts": [{"action": "delete", "place": 0}]}]},
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"family": "security", "realm": "open", "logins": [{"credentials": "wendy", "attempts": []}]},
+        {"family": "security", "realm": "strict", "logins": []},
+        {"family": "security", "realm": "strict", "logins": [{"credentials": "mallory", "attempts": []}]},
+        {
+            "family": "security",
+            "realm": "strict",
+            "logins": [{"credentials": "wendy", "attempts": [{"action": "send", "place": len(QUEUES)}]}],
+        },
+        {
+            "family": "security",
+            "realm": "strict",
+            "logins": [{"credentials": "wendy", "attempts": [{"action": "create-durable", "place": 0}]}],
+        },
+        {
+            "family": "security",
+            "realm": "strict",
+            "logins": [{"credentials": "wendy", "attempts": [{"action": "delete", "place": 0}]}],
+        },
+    ],
+)
 def test_malformed_examples_are_refused(data: object) -> None:
     with pytest.raises(ExampleError):
         example_from_dict(data)
@@ -204,11 +232,19 @@ def _judged(example: SecurityExample, *answered: tuple[int, int | None, str]) ->
 
 
 def test_judge_a_conforming_run_is_clean() -> None:
-    example = SecurityExample("strict", (Login("bob", (Attempt("browse", _place("cck.sx.a.x")),
-                                                       Attempt("consume", _place("cck.sx.a.x")))),
-                                         Login("wendy-wrong", (Attempt("send", 0),))))
-    assert _judged(example, (0, None, "allowed"), (0, 0, "allowed"), (0, 1, "refused"),
-                   (1, None, "refused"), (1, 0, "skipped")) == []
+    example = SecurityExample(
+        "strict",
+        (
+            Login("bob", (Attempt("browse", _place("cck.sx.a.x")), Attempt("consume", _place("cck.sx.a.x")))),
+            Login("wendy-wrong", (Attempt("send", 0),)),
+        ),
+    )
+    assert (
+        _judged(
+            example, (0, None, "allowed"), (0, 0, "allowed"), (0, 1, "refused"), (1, None, "refused"), (1, 0, "skipped")
+        )
+        == []
+    )
 
 
 def test_judge_a_required_login_that_is_let_in() -> None:
@@ -225,13 +261,16 @@ def test_judge_a_guest_refused() -> None:
     assert "must be allowed" in findings[0]
 
 
-@pytest.mark.parametrize(("credentials", "attempt", "wrong"), [
-    ("bob", Attempt("browse", _place("cck.sx.a.x")), "refused"),  # browse checked as consume
-    ("tara", Attempt("create-non-durable", _place("cck.sx.a-new")), "refused"),  # non-durable checked as durable
-    ("wendy", Attempt("send", _place("cck.sx.a.b")), "allowed"),  # the least specific match
-    ("wendy", Attempt("send", _place("cck.sx.s.x.y")), "allowed"),  # '*' over several words
-    ("wendy", Attempt("consume", _place("sx-f2")), "refused"),  # the FQQN setting for every queue
-])
+@pytest.mark.parametrize(
+    ("credentials", "attempt", "wrong"),
+    [
+        ("bob", Attempt("browse", _place("cck.sx.a.x")), "refused"),  # browse checked as consume
+        ("tara", Attempt("create-non-durable", _place("cck.sx.a-new")), "refused"),  # non-durable checked as durable
+        ("wendy", Attempt("send", _place("cck.sx.a.b")), "allowed"),  # the least specific match
+        ("wendy", Attempt("send", _place("cck.sx.s.x.y")), "allowed"),  # '*' over several words
+        ("wendy", Attempt("consume", _place("sx-f2")), "refused"),  # the FQQN setting for every queue
+    ],
+)
 def test_judge_each_mutants_wrong_answer(credentials: str, attempt: Attempt, wrong: str) -> None:
     example = SecurityExample("strict", (Login(credentials, (attempt,)),))
     assert len(_judged(example, (0, None, "allowed"), (0, 0, wrong))) == 1
@@ -240,8 +279,9 @@ def test_judge_each_mutants_wrong_answer(credentials: str, attempt: Attempt, wro
 
 
 def test_judge_names_the_cache_deviation() -> None:
-    example = SecurityExample("guest", (Login("wendy"), Login("wendy-wrong", (Attempt("create-non-durable",
-                                                                              _place("cck.sx.s.x-new")),))))
+    example = SecurityExample(
+        "guest", (Login("wendy"), Login("wendy-wrong", (Attempt("create-non-durable", _place("cck.sx.s.x-new")),)))
+    )
     findings = _judged(example, (0, None, "allowed"), (1, None, "allowed"), (1, 0, "allowed"))
     assert len(findings) == 1
     assert "security.anonymous.3" in findings[0]
@@ -253,10 +293,18 @@ def test_judge_names_the_cache_deviation() -> None:
 
 
 def test_judge_leaves_unknown_answers_and_a_wrong_login_be() -> None:
-    example = SecurityExample("strict", (Login("wendy", (Attempt("send", 0),)),
-                                         Login("stranger", (Attempt("send", 0),))))
-    judgement = judge_security(example, [Answer(0, None, "allowed"), Answer(0, 0, "unknown", "timeout"),
-                                         Answer(1, None, "allowed"), Answer(1, 0, "allowed")])
+    example = SecurityExample(
+        "strict", (Login("wendy", (Attempt("send", 0),)), Login("stranger", (Attempt("send", 0),)))
+    )
+    judgement = judge_security(
+        example,
+        [
+            Answer(0, None, "allowed"),
+            Answer(0, 0, "unknown", "timeout"),
+            Answer(1, None, "allowed"),
+            Answer(1, 0, "allowed"),
+        ],
+    )
     assert len(judgement.findings) == 1  # the login; the send after it is not judged
     assert len(judgement.notes) == 2
 
@@ -269,10 +317,10 @@ def test_answers_are_classified_by_the_refusals_type() -> None:
     from cck.conformance.explore._security_runner import _classified
     from cck.reference.client import BrokerRefused, CallTimeout
 
-    assert _classified(BrokerRefused(ExceptionType.SECURITY_EXCEPTION, "AMQ229032", "CREATE_QUEUE"), True)[0] \
-        == "refused"
+    assert (
+        _classified(BrokerRefused(ExceptionType.SECURITY_EXCEPTION, "AMQ229032", "CREATE_QUEUE"), True)[0] == "refused"
+    )
     # the security check comes before the existence check: an existing queue was let past it
     assert _classified(BrokerRefused(ExceptionType.QUEUE_EXISTS, "AMQ229019", "CREATE_QUEUE"), True)[0] == "allowed"
-    assert _classified(BrokerRefused(ExceptionType.QUEUE_EXISTS, "AMQ229019", "CREATE_CONSUMER"), False)[0] \
-        == "error"
+    assert _classified(BrokerRefused(ExceptionType.QUEUE_EXISTS, "AMQ229019", "CREATE_CONSUMER"), False)[0] == "error"
     assert _classified(CallTimeout("send", 3000), False)[0] == "unknown"

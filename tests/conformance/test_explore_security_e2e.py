@@ -19,16 +19,19 @@ from cck.reference.broker import BrokerCore
 from cck.reference.config import load_config
 
 DEADLINE_S = 120.0
-EVERY_ATTEMPT = tuple(Attempt(action, place) for action in ACTIONS
-                      for place in (range(len(QUEUES), len(PLACES)) if action.startswith("create")
-                                    else range(len(QUEUES))))
+EVERY_ATTEMPT = tuple(
+    Attempt(action, place)
+    for action in ACTIONS
+    for place in (range(len(QUEUES), len(PLACES)) if action.startswith("create") else range(len(QUEUES)))
+)
 
 
 @pytest.mark.parametrize("realm", ["strict", "guest"])
 def test_every_answer_is_judged_and_as_the_model_says(realm: Realm, tmp_path: Path) -> None:
     # the port and data directory are only rendered: the broker below listens where the test binds it
-    topology = security_topology(realm).resolve(tmp_path, lambda n: list(range(61700, 61700 + n)),
-                                                lambda n: list(range(61800, 61800 + n)))
+    topology = security_topology(realm).resolve(
+        tmp_path, lambda n: list(range(61700, 61700 + n)), lambda n: list(range(61800, 61800 + n))
+    )
     config = load_config(write_etc(topology, topology.nodes[0].name, tmp_path / "etc"))
 
     async def scenario() -> list[str]:
@@ -37,13 +40,14 @@ def test_every_answer_is_judged_and_as_the_model_says(realm: Realm, tmp_path: Pa
             urls = {realm: f"tcp://127.0.0.1:{server.bound_port}"}
             for credentials in CREDENTIALS:
                 for start in range(0, len(EVERY_ATTEMPT), MAX_ATTEMPTS):
-                    example = SecurityExample(realm, (Login(credentials,
-                                                            EVERY_ATTEMPT[start:start + MAX_ATTEMPTS]),))
+                    example = SecurityExample(realm, (Login(credentials, EVERY_ATTEMPT[start : start + MAX_ATTEMPTS]),))
                     outcome = await run_security(urls, example)
                     judgement = outcome.judgement
                     if judgement is None or judgement.findings or judgement.notes:
-                        problems.append(f"{example.describe()}: {outcome.describe()} "
-                                        f"{judgement.notes if judgement else outcome.reason}")
+                        problems.append(
+                            f"{example.describe()}: {outcome.describe()} "
+                            f"{judgement.notes if judgement else outcome.reason}"
+                        )
         return problems
 
     assert asyncio.run(asyncio.wait_for(scenario(), DEADLINE_S)) == []
