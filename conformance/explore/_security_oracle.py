@@ -195,21 +195,28 @@ def _specificity(match: str, address: str) -> tuple[int, int]:
     return (kind, -len(match.split(".")))
 
 
-def decides(address: str, queue: str | None = None) -> str:
+Settings = Mapping[str, Mapping[str, tuple[str, ...]]]
+
+
+def decides(address: str, queue: str | None = None, *, settings: Settings = SETTINGS) -> str | None:
     """The match of the security-setting that decides for ``address`` (and ``queue``): an exact FQQN setting, else
-    the most specific match of the address."""
-    if queue is not None and f"{address}::{queue}" in SETTINGS:
+    the most specific match of the address (None: no setting matches)."""
+    if queue is not None and f"{address}::{queue}" in settings:
         return f"{address}::{queue}"
-    wild = [m for m in SETTINGS if "::" not in m and ("*" in m or "#" in m) and matches(m, address)]
-    candidates = ([address] if address in SETTINGS else []) + wild
-    return min(candidates, key=lambda m: _specificity(m, address))
+    wild = [m for m in settings if "::" not in m and ("*" in m or "#" in m) and matches(m, address)]
+    candidates = ([address] if address in settings else []) + wild
+    return min(candidates, key=lambda m: _specificity(m, address)) if candidates else None
 
 
-def authorize(identity: Identity, permission: str, address: str, queue: str | None = None) -> bool:
+def authorize(
+    identity: Identity, permission: str, address: str, queue: str | None = None, *, settings: Settings = SETTINGS
+) -> bool:
     """Whether ``identity`` holds ``permission`` on ``address`` (and ``queue``): one of its roles is granted it by
-    the deciding setting (the administrator's role by every one)."""
-    grants = SETTINGS[decides(address, queue)]
-    return bool(({"admin", *grants.get(permission, ())}) & identity.roles)
+    the deciding setting (the administrator's role by every one of :data:`SETTINGS`); no setting: refused."""
+    match = decides(address, queue, settings=settings)
+    if match is None:
+        return False
+    return bool(({"admin", *settings[match].get(permission, ())}) & identity.roles)
 
 
 def shares_cached_name(

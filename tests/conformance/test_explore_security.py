@@ -24,6 +24,7 @@ from cck.conformance.explore._security_oracle import (
     QUEUES,
     SETTINGS,
     USERS,
+    Identity,
     authenticate,
     authorize,
     decides,
@@ -324,3 +325,51 @@ def test_answers_are_classified_by_the_refusals_type() -> None:
     assert _classified(BrokerRefused(ExceptionType.QUEUE_EXISTS, "AMQ229019", "CREATE_QUEUE"), True)[0] == "allowed"
     assert _classified(BrokerRefused(ExceptionType.QUEUE_EXISTS, "AMQ229019", "CREATE_CONSUMER"), False)[0] == "error"
     assert _classified(CallTimeout("send", 3000), False)[0] == "unknown"
+
+
+# ---------------------------------------------------------------------------------------------------- the suite
+
+
+def _suite_settings() -> dict[str, dict[str, tuple[str, ...]]]:
+    from cck.conformance.suite._security_kit import FQQN_RULES, RULES
+
+    settings: dict[str, dict[str, tuple[str, ...]]] = {}
+    for rule in (*RULES, *FQQN_RULES):
+        settings.setdefault(rule.match, {})[rule.permission] = rule.roles
+    return settings
+
+
+def _suite_user(name: str) -> Identity:
+    from cck.conformance.suite._security_kit import USERS as SUITE_USERS
+
+    user = next(u for u in SUITE_USERS if u.name == name)
+    return Identity(user.name, frozenset(user.roles), user.name)
+
+
+@pytest.mark.parametrize(
+    ("suffix", "allowed"),
+    [("plain", True), ("narrow.one", False), ("narrow.exact", True), ("star.one", False), ("star.one.two", True)],
+)
+def test_the_model_agrees_with_the_suites_match_cases(suffix: str, allowed: bool) -> None:
+    """security.match.1-5: the send of the user granted send on match.#, consume only on match.narrow.# and
+    match.star.*, and send again on match.narrow.exact."""
+    settings = _suite_settings()
+    assert authorize(_suite_user("matcher"), "send", f"cck.sec.match.{suffix}", settings=settings) is allowed
+
+
+@pytest.mark.parametrize(("queue", "allowed"), [("cck.sec.fqqn.q1", True), ("cck.sec.fqqn.q2", False)])
+def test_the_model_agrees_with_the_suites_fqqn_cases(queue: str, allowed: bool) -> None:
+    """security.fqqn.1-2: consume granted on the FQQN of the address's first queue only."""
+    settings = _suite_settings()
+    assert authorize(_suite_user("fqqn"), "consume", "cck.sec.fqqn.address", queue, settings=settings) is allowed
+
+
+@pytest.mark.parametrize(
+    "permission", ["send", "consume", "browse", "createDurableQueue", "createNonDurableQueue", "createAddress"]
+)
+def test_the_model_agrees_with_the_suites_authorization_cases(permission: str) -> None:
+    """security.authz: a user holding only the permission may, one holding every other one may not."""
+    settings = _suite_settings()
+    address = f"cck.sec.authz.{permission}.x"
+    assert authorize(_suite_user(f"only-{permission}"), permission, address, f"{address}.q", settings=settings)
+    assert not authorize(_suite_user(f"all-but-{permission}"), permission, address, f"{address}.q", settings=settings)
