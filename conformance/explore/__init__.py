@@ -62,6 +62,12 @@ from ._model import (
 from ._regression import Reachable, regression_case, regression_file_name, replay
 from ._restart import Restarter, RestartRecord, restarter_of
 from ._runner import Limits, Outcome, dropped_sends, run_example, run_example_sync
+from ._security_judge import Answer, judge_security
+from ._security_model import AnyExample, Attempt, Login, SecurityExample, example_from_dict
+from ._security_oracle import security_topology
+from ._security_runner import SecurityLimits, run_security
+from ._security_strategies import family_examples, security_examples
+from ._security_targets import SecuredBrokers
 from ._strategies import client_configs, examples, fault_schedules, faults, operations, workloads
 
 __all__ = [
@@ -121,6 +127,20 @@ __all__ = [
     "regression_case",
     "regression_file_name",
     "replay",
+    # the security family
+    "Answer",
+    "AnyExample",
+    "Attempt",
+    "Login",
+    "SecuredBrokers",
+    "SecurityExample",
+    "SecurityLimits",
+    "example_from_dict",
+    "family_examples",
+    "judge_security",
+    "run_security",
+    "security_examples",
+    "security_topology",
     # the sequence diagram
     "Diagram",
     "Row",

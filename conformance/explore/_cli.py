@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import re
@@ -20,6 +21,10 @@ from ._model import Example, ExampleError
 from ._regression import regression_file_name
 from ._restart import restarter_of
 from ._runner import Outcome, run_example
+from ._security_model import AnyExample, SecurityExample
+from ._security_oracle import Realm
+from ._security_runner import run_security
+from ._security_targets import MANAGED, SecuredBrokers
 
 __all__ = ["DESCRIPTION", "add_arguments", "parse_budget", "parse_seed", "run_explore"]
 
@@ -31,7 +36,9 @@ delay, duplicate, reset during reattach, refuse connects), runs it with the kit'
 sessions reattach) through the fault proxy in front of the target, drains the queues and judges the history.
 A failing example is shrunk, replayed once more to confirm, and written to --evidence-dir with the one-line
 command that replays it, a sequence diagram of the run (sequence.svg) and, once confirmed, a pytest case that
-replays it for a regression suite.
+replays it for a regression suite.  Beside these, unless --no-security, it draws security examples (logins with
+drawn credentials, then sends, consumers, browsers and queue creations on a fixed name space) against two more
+brokers of the target's kind, secured (strict and guest realms), judged by a model of their security settings.
 
 Exit status: 0 nothing found, 1 a finding, 2 bad arguments, 3 the kit erred (no finding), 4 the target did
 not start or a replay could not be judged.  docs/exploration.md says what is judged and what is not."""
@@ -100,6 +107,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replay", type=Path, metavar="FILE",
                         help="run the example in FILE (an example.json the exploration wrote) and judge it: up to "
                              "--tries runs, stopping at the first finding")
+    parser.add_argument("--no-security", action="store_true",
+                        help="draw the reliability family only: do not start the two secured brokers the security "
+                             "family's examples run against (docs/exploration.md, \"The security family\")")
 
 
 def _target_args(options: argparse.Namespace) -> tuple[str, ...]:
@@ -117,7 +127,7 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
     err = sys.stderr if err is None else err
     if options.artemis_version is not None and options.target != "artemis":
         parser.error("--artemis-version is for --target artemis")
-    example: Example | None = None
+    example: AnyExample | None = None
     if options.replay is not None:
         try:
             example = load_example(options.replay)
@@ -141,16 +151,30 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
             target.close()
             print(f"error: the {options.target} target did not start: {exc}", file=err)
             return 4
-        with target:
+        # the security family's secured brokers: for an exploration (unless --no-security) or a security replay
+        secure = options.target in MANAGED and (isinstance(example, SecurityExample)
+                                                 or (example is None and not options.no_security))
+        with target, contextlib.ExitStack() as stack:
             url, version = target.url, target.protocol_version
             restarter = restarter_of(target)
             config = dataclasses.replace(config, restart=restarter is not None)
+            secured: dict[Realm, str] = {}
+            if secure:
+                try:
+                    secured = dict(stack.enter_context(SecuredBrokers(options.target, options.artemis_version,
+                                                                      Path(workdir), err)).urls)
+                except TargetError as exc:
+                    print(f"error: a secured {options.target} broker did not start: {exc}", file=err)
+                    return 4
+                config = dataclasses.replace(config, security=True)
 
-            def run(candidate: Example) -> Outcome:
+            def run(candidate: AnyExample) -> Outcome:
+                if isinstance(candidate, SecurityExample):
+                    return asyncio.run(run_security(secured, candidate, protocol_version=version))
                 return asyncio.run(run_example(url, candidate, protocol_version=version, restarter=restarter))
 
             if example is not None:
-                if example.schedule.restarts and restarter is None:
+                if isinstance(example, Example) and example.schedule.restarts and restarter is None:
                     print(f"error: the example restarts the broker, which the {options.target} target cannot do",
                           file=err)
                     return 2
@@ -177,7 +201,7 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
     return result.exit_status
 
 
-def _replay(run: Callable[[Example], Outcome], example: Example, config: ExploreConfig, out: TextIO) -> int:
+def _replay(run: Callable[[AnyExample], Outcome], example: AnyExample, config: ExploreConfig, out: TextIO) -> int:
     print(f"replaying: {example.describe()}", file=out)
     outcome = replay_until_found(run, example, config.tries, out)
     for note in outcome.judgement.notes if outcome.judgement is not None else ():

@@ -9,7 +9,8 @@ from typing import Any
 
 from ..sequence import Diagram, RunRecords
 from ..sequence import diagram as _draw
-from ._model import Example, ExampleError
+from ._model import ExampleError
+from ._security_model import example_from_dict
 
 __all__ = ["describe_example", "diagram"]
 
@@ -19,7 +20,7 @@ def describe_example(example: Mapping[str, Any] | None) -> str:
     if example is None:
         return "(example not known)"
     try:
-        return Example.from_dict(example).describe()
+        return example_from_dict(example).describe()
     except ExampleError:
         return json.dumps(example, sort_keys=True)
 

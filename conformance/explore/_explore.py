@@ -33,15 +33,16 @@ from cck.conformance.oracles import Op
 from ..sequence import RunRecords, render_svg, render_text
 from ._diagram import diagram
 from ._guidance import Exposure, exposure
-from ._model import Example, ExampleError
+from ._model import ExampleError
 from ._regression import regression_case, regression_file_name
 from ._runner import Outcome
-from ._strategies import examples
+from ._security_model import AnyExample, SecurityExample, example_from_dict
+from ._security_strategies import family_examples
 
 __all__ = ["ExploreConfig", "ExploreResult", "HistorySpool", "explore", "load_example", "records_of",
            "replay_command", "replay_until_found", "write_evidence", "write_outcome"]
 
-Runner = Callable[[Example], Outcome]
+Runner = Callable[[AnyExample], Outcome]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,8 @@ class ExploreConfig:
     confirm_tries: int = 20
     #: Whether the target can restart its broker: only then do examples restart it (and make queues non-durable).
     restart: bool = False
+    #: Draw the security family's examples beside the reliability family's (the target has the secured brokers).
+    security: bool = False
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,7 @@ def _explore(run: Runner, config: ExploreConfig, out: TextIO, clock: Callable[[]
     def elapsed() -> float:
         return clock() - began
 
-    def once(example: Example, phase: str) -> Outcome:
+    def once(example: AnyExample, phase: str) -> Outcome:
         outcome = run(example)
         state.runs += 1
         state.kinds[outcome.kind] += 1
@@ -208,8 +211,9 @@ def _explore(run: Runner, config: ExploreConfig, out: TextIO, clock: Callable[[]
     @settings(database=None, deadline=None, derandomize=False, max_examples=config.max_examples,
               phases=(Phase.explicit, Phase.generate, Phase.target, Phase.shrink), verbosity=Verbosity.quiet,
               report_multiple_bugs=False, suppress_health_check=list(HealthCheck), print_blob=False)
-    @given(examples(config.max_operations, config.max_faults, config.restart))
-    def prop(example: Example) -> None:
+    @given(family_examples(config.max_operations, config.max_faults, restart=config.restart,
+                           security=config.security))
+    def prop(example: AnyExample) -> None:
         shrinking = state.failing is not None
         until = generate_until if not shrinking else max(generate_until, state.shrink_started + config.shrink_s)
         if clock() >= until:
@@ -241,7 +245,7 @@ def _explore(run: Runner, config: ExploreConfig, out: TextIO, clock: Callable[[]
     return result
 
 
-def _tries(config: ExploreConfig, state: _State, example: Example) -> int:
+def _tries(config: ExploreConfig, state: _State, example: AnyExample) -> int:
     """Runs of one example before it counts as clean: one while exploring; while shrinking ``tries``, except for
     the example that failed last, which hypothesis runs again first: if that run passes, hypothesis calls the
     failure flaky and shrinks nothing, so a rare race gets ``confirm_tries`` runs there."""
@@ -274,7 +278,7 @@ def _aim(state: _State, seen: Exposure) -> None:
 CONFIRM_CANDIDATES = 5
 
 
-def _confirm(failures: Sequence[Outcome], tries: int, once: Callable[[Example, str], Outcome],
+def _confirm(failures: Sequence[Outcome], tries: int, once: Callable[[AnyExample, str], Outcome],
              out: TextIO) -> tuple[Outcome, Outcome]:
     """The smallest failing example that fails again within ``tries`` replays, and that replay; if none of the
     smallest :data:`CONFIRM_CANDIDATES` does, the smallest and its last replay.  Shrinking an intermittent bug can
@@ -301,7 +305,7 @@ def _confirm(failures: Sequence[Outcome], tries: int, once: Callable[[Example, s
     return smallest, last
 
 
-def replay_until_found(run: Runner, example: Example, tries: int, out: TextIO) -> Outcome:
+def replay_until_found(run: Runner, example: AnyExample, tries: int, out: TextIO) -> Outcome:
     """Run ``example`` up to ``tries`` times, stopping at the first run that is not clean; that run, or the last."""
     for attempt in range(1, tries + 1):
         outcome = run(example)
@@ -366,7 +370,8 @@ def write_outcome(directory: Path, outcome: Outcome, config: ExploreConfig, *, t
     replay = replay_command(config.target_args, example_file.resolve(), config.confirm_tries)
     (directory / "replay.txt").write_text(replay + "\n", encoding="utf-8")
     _write_diagrams(directory, records_of(outcome, title or f"{directory.name} run", **extra))
-    if regression_case_file:
+    # a security example's case would need the secured brokers, which the plugin's target does not have
+    if regression_case_file and not isinstance(outcome.example, SecurityExample):
         findings = outcome.judgement.findings if outcome.judgement is not None else ()
         (directory / regression_file_name(outcome.example)).write_text(
             regression_case(outcome.example, findings=findings, target_args=config.target_args, seed=config.seed),
@@ -399,7 +404,7 @@ def write_evidence(root: Path, config: ExploreConfig, result: ExploreResult, log
                                      regression_case_file=result.confirmed, confirmed=result.confirmed)
         summary["replay"] = replay_command(config.target_args, example_file.resolve(), config.confirm_tries)
         summary["diagram"] = str((example_file.parent / "sequence.svg").resolve())
-        if result.confirmed:
+        if result.confirmed and not isinstance(result.failing.example, SecurityExample):
             summary["regression_case"] = str((example_file.parent / regression_file_name(result.failing.example))
                                              .resolve())
         if result.confirmation is not None:
@@ -410,7 +415,7 @@ def write_evidence(root: Path, config: ExploreConfig, result: ExploreResult, log
     return directory
 
 
-def load_example(path: Path) -> Example:
+def load_example(path: Path) -> AnyExample:
     """The example in a file :func:`write_outcome` wrote (or a bare example object); :class:`ExampleError` when
     the file is not one."""
     try:
@@ -421,4 +426,4 @@ def load_example(path: Path) -> Example:
         raise ExampleError(f"{path} is not JSON: {exc}") from None
     if isinstance(data, dict) and "example" in data:
         data = data["example"]
-    return Example.from_dict(data)
+    return example_from_dict(data)

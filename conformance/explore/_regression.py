@@ -17,6 +17,7 @@ from typing import Protocol
 from ._model import Example
 from ._restart import restarter_of
 from ._runner import Limits, Outcome, run_example_sync
+from ._security_model import AnyExample
 
 __all__ = ["Reachable", "regression_case", "regression_file_name", "replay"]
 
@@ -41,12 +42,12 @@ def replay(example: Example, target: Reachable | str, *, limits: Limits | None =
                             restarter=restarter_of(target))
 
 
-def _digest(example: Example) -> str:
+def _digest(example: AnyExample) -> str:
     canonical = json.dumps(example.to_dict(), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:8]
 
 
-def regression_file_name(example: Example) -> str:
+def regression_file_name(example: AnyExample) -> str:
     """``test_explore_<8 hex digits of the example>.py``: two findings' cases can sit in one directory."""
     return f"test_explore_{_digest(example)}.py"
 

@@ -59,6 +59,7 @@ from ._restart import (
     judge_restart,
     restart_broker,
 )
+from ._security_model import AnyExample
 
 __all__ = ["Limits", "Outcome", "OutcomeKind", "dropped_sends", "run_example", "run_example_sync"]
 
@@ -99,7 +100,7 @@ class Limits:
 class Outcome:
     """What one run of an example came to."""
 
-    example: Example
+    example: AnyExample
     kind: OutcomeKind
     elapsed_s: float
     judgement: Judgement | None = None

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cck.conformance.explore import Example, ExampleError
+from cck.conformance.explore import ExampleError, example_from_dict
 
 from ._runner import (
     REPO_ROOT,
@@ -141,7 +141,7 @@ def _clip(line: str) -> str:
 def _described(example: object) -> str:
     """The example as exploration prints it (read with the working tree's model, which no mutant touches)."""
     try:
-        return Example.from_dict(example).describe()
+        return example_from_dict(example).describe()
     except ExampleError:
         return "an example this tree's model cannot read"
 
