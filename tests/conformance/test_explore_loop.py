@@ -140,20 +140,18 @@ def test_with_one_try_an_intermittent_finding_stops_the_shrinking_at_the_first_c
 
 def test_a_minimal_example_that_does_not_fail_again_falls_back_on_the_next_smallest_that_does() -> None:
     # only a batch of three or more messages fails again; the smallest failing example (two) never does twice
-    seen: set[object] = set()
+    seen: set[str] = set()
 
     def rare_when_small(example: Example) -> Outcome:
-        # the same operations and faults count as the same example, whatever the client's reconnection schedule
-        key = (example.workload.operations, example.schedule.faults, example.workload.config.window,
-               example.workload.config.connection_ttl_ms)
-        first = key not in seen
-        seen.add(key)
+        first = example.describe() not in seen
+        seen.add(example.describe())
         sends = [op for op in example.workload.operations if isinstance(op, Send) and op.durable]
         steady = any(op.count >= 3 for op in sends)
         return _bug(example) if sends and (steady or first) else _clean(example)
 
     out = io.StringIO()
-    result = explore(rare_when_small, ExploreConfig(budget_s=60, seed=1, max_examples=300, tries=2), out)
+    # a seed whose shrinking passes through a two-message example before a three-message one
+    result = explore(rare_when_small, ExploreConfig(budget_s=60, seed=4, max_examples=300, tries=2), out)
     assert result.confirmed
     assert result.failing is not None
     assert any(isinstance(op, Send) and op.count >= 3 for op in result.failing.example.workload.operations)
