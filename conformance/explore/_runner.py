@@ -316,7 +316,9 @@ class _Workload:
             except ClientError:
                 return
             if delivery is None:
-                self.call_ends.append(CallEnd("receive", time.monotonic_ns(), True, started))
+                ended = time.monotonic_ns()
+                if ended - started >= self.limits.receive_s * 1e9:  # its wait ran out (not a closed consumer)
+                    self.call_ends.append(CallEnd("receive", ended, True, started))
                 return
             key = _key_of(delivery)
             if key is None:
