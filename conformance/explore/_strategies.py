@@ -169,4 +169,7 @@ def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3) -> E
     initial = config.initial_connect_attempts
     refuse = st.sampled_from((0, initial - 1, initial)) if reconnection else _refuse_initial
     schedule = dataclasses.replace(schedule, refuse_initial=draw(refuse))
+    if reconnection and len(schedule.faults) < max_faults and draw(st.booleans()):
+        # refused reconnect attempts from the start: the waits between them are what the schedule is judged by
+        schedule = dataclasses.replace(schedule, faults=(RefuseConnects(draw(st.integers(1, 3))), *schedule.faults))
     return Example(dataclasses.replace(workload, config=config), schedule)
