@@ -20,6 +20,12 @@ __all__ = [
     "Direction",
     "DROP_TYPES",
     "DUPLICATE_TYPES",
+    "INITIAL_CONNECT_ATTEMPTS",
+    "MAX_REFUSE_INITIAL",
+    "MAX_RETRY_INTERVALS_MS",
+    "RECONNECT_ATTEMPTS",
+    "RETRY_INTERVAL_MULTIPLIERS",
+    "RETRY_INTERVALS_MS",
     "MAX_BATCH",
     "MAX_CUT_AFTER",
     "QUEUES",
@@ -57,6 +63,18 @@ MAX_CUT_AFTER = 2 * MAX_BATCH
 WINDOWS = (-1, 1024, 10 * 1024, 64 * 1024)
 #: connection-ttl (ms) the client asks for; the failure-check period is a quarter of it.
 CONNECTION_TTLS_MS = (2_000, 10_000, 60_000)
+#: The client's reconnection schedule (notes §11): each table's first entry is the exploration's fixed schedule
+#: before these were varied (reconnect forever, every 50 ms), so shrinking goes there and older examples mean
+#: what they meant.  Intervals stay short (an example's reconnection takes at most a few seconds) but reach past
+#: what the timing tolerance blurs (the oracle tells a 500 ms wait from a 650 ms one, not 50 ms from 65 ms).
+RETRY_INTERVALS_MS = (50, 100, 250, 500)
+RETRY_INTERVAL_MULTIPLIERS = (1.0, 2.0, 1.5, 3.0)
+MAX_RETRY_INTERVALS_MS = (50, 150, 400, 1_000)
+#: -1: forever; a finite count gives up after that many failed reconnect attempts.
+RECONNECT_ATTEMPTS = (-1, 1, 2, 3)
+INITIAL_CONNECT_ATTEMPTS = (1, 2, 3)
+#: The most connections refused before the workload's first connect (:attr:`FaultSchedule.refuse_initial`).
+MAX_REFUSE_INITIAL = 3
 
 Direction = Literal["c2s", "s2c"]
 _DIRECTIONS: tuple[Direction, ...] = ("c2s", "s2c")
@@ -139,23 +157,59 @@ class ClientConfig:
 
     window: int = 64 * 1024
     connection_ttl_ms: int = 60_000
+    retry_interval_ms: int = RETRY_INTERVALS_MS[0]
+    retry_interval_multiplier: float = RETRY_INTERVAL_MULTIPLIERS[0]
+    max_retry_interval_ms: int = MAX_RETRY_INTERVALS_MS[0]
+    reconnect_attempts: int = RECONNECT_ATTEMPTS[0]
+    initial_connect_attempts: int = INITIAL_CONNECT_ATTEMPTS[0]
 
     def __post_init__(self) -> None:
         if self.window not in WINDOWS:
             raise ExampleError(f"window must be one of {WINDOWS}, got {self.window}")
         if self.connection_ttl_ms not in CONNECTION_TTLS_MS:
             raise ExampleError(f"connection_ttl_ms must be one of {CONNECTION_TTLS_MS}, got {self.connection_ttl_ms}")
+        for name, table in _RECONNECTION_TABLES.items():
+            if getattr(self, name) not in table or isinstance(getattr(self, name), bool):
+                raise ExampleError(f"{name} must be one of {table}, got {getattr(self, name)!r}")
+
+    @property
+    def reconnection_varied(self) -> bool:
+        """Whether the reconnection schedule is not the first choice of every table."""
+        return any(getattr(self, name) != table[0] for name, table in _RECONNECTION_TABLES.items())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"window": self.window, "connection_ttl_ms": self.connection_ttl_ms}
+        # the reconnection settings only where they differ from the first choice: examples written before they
+        # were varied read the same
+        return {"window": self.window, "connection_ttl_ms": self.connection_ttl_ms,
+                **{name: getattr(self, name) for name, table in _RECONNECTION_TABLES.items()
+                   if getattr(self, name) != table[0]}}
 
     @classmethod
     def from_dict(cls, data: Any) -> ClientConfig:
-        fields = _fields(data, "client config", ("window", "connection_ttl_ms"))
-        return cls(_choice(fields, "window", WINDOWS), _choice(fields, "connection_ttl_ms", CONNECTION_TTLS_MS))
+        fields = _fields(data, "client config", ("window", "connection_ttl_ms", *_RECONNECTION_TABLES))
+        reconnection = {name: _choice(fields, name, table) for name, table in _RECONNECTION_TABLES.items()
+                        if name in fields}
+        if "retry_interval_multiplier" in reconnection:
+            reconnection["retry_interval_multiplier"] = float(reconnection["retry_interval_multiplier"])
+        return cls(_choice(fields, "window", WINDOWS), _choice(fields, "connection_ttl_ms", CONNECTION_TTLS_MS),
+                   **reconnection)
 
     def describe(self) -> str:
-        return f"window={self.window} ttl={self.connection_ttl_ms}ms"
+        text = f"window={self.window} ttl={self.connection_ttl_ms}ms"
+        if self.reconnection_varied:
+            text += (f" retry={self.retry_interval_ms}ms x{self.retry_interval_multiplier:g}"
+                     f" max={self.max_retry_interval_ms}ms reconnects={self.reconnect_attempts}"
+                     f" initial={self.initial_connect_attempts}")
+        return text
+
+
+_RECONNECTION_TABLES: dict[str, tuple[Any, ...]] = {
+    "retry_interval_ms": RETRY_INTERVALS_MS,
+    "retry_interval_multiplier": RETRY_INTERVAL_MULTIPLIERS,
+    "max_retry_interval_ms": MAX_RETRY_INTERVALS_MS,
+    "reconnect_attempts": RECONNECT_ATTEMPTS,
+    "initial_connect_attempts": INITIAL_CONNECT_ATTEMPTS,
+}
 
 
 # ---------------------------------------------------------------------------------------------------- operations
@@ -533,13 +587,17 @@ def _fault_from_dict(data: Any) -> Fault:
 
 @dataclass(frozen=True, slots=True)
 class FaultSchedule:
-    """The faults installed on the proxy: each before workload operation ``at`` (0: before the first)."""
+    """The faults installed on the proxy: each before workload operation ``at`` (0: before the first).
+    ``refuse_initial``: how many connections the proxy refuses before the workload's first connect (the client's
+    initial connect attempts; as many as it makes, or more, and the connect fails: nothing else is run)."""
 
     faults: tuple[Fault, ...] = ()
+    refuse_initial: int = 0
 
     def __post_init__(self) -> None:
         if len(self.faults) > 4:
             raise ExampleError(f"a schedule has at most 4 faults, got {len(self.faults)}")
+        _check_range("refuse_initial", self.refuse_initial, 0, MAX_REFUSE_INITIAL)
 
     @property
     def desynchronises(self) -> bool:
@@ -554,18 +612,23 @@ class FaultSchedule:
         return tuple(f for f in self.faults if isinstance(f, RestartBroker))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"faults": [_fault_to_dict(f) for f in self.faults]}
+        out: dict[str, Any] = {"faults": [_fault_to_dict(f) for f in self.faults]}
+        if self.refuse_initial:  # only when used: older examples read the same
+            out["refuse_initial"] = self.refuse_initial
+        return out
 
     @classmethod
     def from_dict(cls, data: Any) -> FaultSchedule:
-        fields = _fields(data, "fault schedule", ("faults",))
+        fields = _fields(data, "fault schedule", ("faults", "refuse_initial"))
         faults = fields.get("faults")
         if not isinstance(faults, list):
             raise ExampleError(f"schedule 'faults' must be a list, got {faults!r}")
-        return cls(tuple(map(_fault_from_dict, faults)))
+        refuse = _int(fields, "refuse_initial", 0, MAX_REFUSE_INITIAL) if "refuse_initial" in fields else 0
+        return cls(tuple(map(_fault_from_dict, faults)), refuse)
 
     def describe(self) -> str:
-        return "; ".join(f.describe() for f in self.faults) or "no faults"
+        text = "; ".join(f.describe() for f in self.faults) or "no faults"
+        return f"refuse {self.refuse_initial} initial connect(s); {text}" if self.refuse_initial else text
 
 
 @dataclass(frozen=True, slots=True)

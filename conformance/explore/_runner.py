@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from cck.codec import ARTEMIS_2_7_0_VERSION, CURRENT_VERSION, CoreMessage, Packet, RoutingType, TypedProperties
-from cck.conformance.faults import FaultProxy, WireRecord
+from cck.conformance.faults import FaultProxy, RefuseConnections, WireRecord
 from cck.conformance.oracles import History, Op, OpType
 from cck.reference.client import (
     CallTimeout,
@@ -36,6 +36,7 @@ from cck.reference.client import (
     connect,
 )
 
+from ._client_rules import CallEnd, ClientEntry, LagSample, ProxyAttempt, judge_client, watch_loop, with_client_verdict
 from ._faults import rule_of
 from ._judge import Judgement, Unanswered, judge
 from ._model import (
@@ -118,6 +119,9 @@ class Outcome:
     reason: str = ""
     #: How each of the proxy's connections ended (who ended it first, how, why), as JSON objects.
     ends: tuple[dict[str, Any], ...] = ()
+    #: The client's failover events and failure-listener calls in the order it reported them, with when
+    #: (``ts_ns``, ``kind``, ``detail``), as JSON objects: what the client's rules judge with ``attempts``.
+    client_log: tuple[dict[str, Any], ...] = ()
 
     def describe(self) -> str:
         if self.kind in ("clean", "finding") and self.judgement is not None:
@@ -143,9 +147,12 @@ def _host_port(url: str) -> tuple[str, int]:
 def _settings(example: Example, limits: Limits, protocol_version: int | None) -> ClientSettings:
     config = example.workload.config
     version = CURRENT_VERSION if protocol_version is None else min(CURRENT_VERSION, protocol_version)
+    # the reconnection schedule is the example's (``Limits.retry_interval_ms`` is the first choice of its table)
     settings = ClientSettings(
-        version=version, reconnect_attempts=-1, retry_interval_ms=limits.retry_interval_ms,
-        max_retry_interval_ms=limits.retry_interval_ms, call_timeout_ms=limits.call_timeout_ms,
+        version=version, reconnect_attempts=config.reconnect_attempts, retry_interval_ms=config.retry_interval_ms,
+        retry_interval_multiplier=config.retry_interval_multiplier,
+        max_retry_interval_ms=config.max_retry_interval_ms, initial_connect_attempts=config.initial_connect_attempts,
+        call_timeout_ms=limits.call_timeout_ms,
         call_failover_timeout_ms=limits.failover_timeout_ms, confirmation_window_size=config.window,
         connection_ttl_ms=config.connection_ttl_ms, client_failure_check_period_ms=config.connection_ttl_ms // 4,
         block_on_acknowledge=True)
@@ -221,11 +228,14 @@ class _Workload:
         self.unanswered: list[Unanswered] = []
         #: Every message a send was invoked for, by key (what the restart rules judge by).
         self.sent: dict[str, SentMessage] = {}
+        #: Every call that ended without an answer, with when (the client's rules judge them after a give-up).
+        self.call_ends: list[CallEnd] = []
         self._keys = 0
 
     def no_answer(self, error: BaseException, request: str, key: str | None = None) -> None:
         """Note ``request`` as unanswered when ``error`` says no answer came in time.  The wait for a reconnection
         to finish is not a call the broker failed to answer (the call was never sent), so it is left out."""
+        self.call_ends.append(CallEnd(request, time.monotonic_ns(), isinstance(error, TimeoutError | CallTimeout)))
         if isinstance(error, TimeoutError) or (isinstance(error, CallTimeout)
                                                and "reconnection" not in error.request):
             self.unanswered.append(Unanswered(request, key))
@@ -326,11 +336,15 @@ class _Workload:
         except ClientError:
             return
         for _ in range(op.count):
+            started = time.monotonic_ns()
             try:
                 delivery = await consumer.receive(self.limits.receive_s)
             except ClientError:
                 return
             if delivery is None:
+                ended = time.monotonic_ns()
+                if ended - started >= self.limits.receive_s * 1e9:  # its wait ran out (not a closed consumer)
+                    self.call_ends.append(CallEnd("receive", ended, True, started))
                 return
             key = _key_of(delivery)
             if key is None:
@@ -475,10 +489,14 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
                proxy_box: list[FaultProxy], events: list[tuple[str, str]], timeline: list[dict[str, Any]],
                unanswered: list[Unanswered], restarter: Restarter | None = None,
                restarts: list[RestartRecord] | None = None,
-               sent: dict[str, SentMessage] | None = None) -> bool:
+               sent: dict[str, SentMessage] | None = None, client_log: list[ClientEntry] | None = None,
+               call_ends: list[CallEnd] | None = None) -> bool:
     """The run proper; whether the drain was complete.  Fills ``events`` with the client's failover events,
-    ``unanswered`` with the workload's calls no answer reached, ``restarts`` with the broker restarts and
-    ``sent`` with the messages sent."""
+    ``unanswered`` with the workload's calls no answer reached, ``restarts`` with the broker restarts, ``sent``
+    with the messages sent, ``client_log`` with the client's events and failure-listener calls as it reported
+    them and ``call_ends`` with the calls that ended without an answer."""
+    client_log = [] if client_log is None else client_log
+    call_ends = [] if call_ends is None else call_ends
     run_id = uuid.uuid4().hex[:8]
     settings = _settings(example, limits, protocol_version)
     await _setup(url, run_id, settings, limits, example.workload.volatile)
@@ -489,10 +507,25 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
     graceful = True
     connection: Connection | None = None
     work: _Workload | None = None
+    if example.schedule.refuse_initial:
+        proxy.add(RefuseConnections(count=example.schedule.refuse_initial))
+        _mark(timeline, "fault", f"refuse {example.schedule.refuse_initial} initial connect(s)")
     try:
         try:
-            connection = await _bounded(connect(proxy.url, settings=settings, connect_timeout=limits.settle_s),
-                                        limits.settle_s, "connecting through the proxy")
+            try:
+                connection = await _bounded(connect(proxy.url, settings=settings, connect_timeout=limits.settle_s),
+                                            limits.settle_s, "connecting through the proxy")
+            except ClientError as exc:
+                if example.schedule.refuse_initial < max(1, settings.initial_connect_attempts):
+                    raise
+                # every initial attempt refused: the connect must fail; nothing was sent, so nothing to drain
+                client_log.append(ClientEntry(time.monotonic_ns(), "connect-failed", str(exc)))
+                return True
+            client_log.append(ClientEntry(time.monotonic_ns(), "connected"))
+            connection.add_failure_listener(
+                lambda error: client_log.append(ClientEntry(time.monotonic_ns(), "listener", str(error))))
+            connection.add_event_listener(
+                lambda event: client_log.append(ClientEntry(time.monotonic_ns(), event.kind, event.detail)))
             plain = _Side("plain", await connection.create_session())
             plain.session.start()
             tx = None
@@ -555,6 +588,7 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
             unanswered.extend(work.unanswered)
             if sent is not None:
                 sent.update(work.sent)
+            call_ends.extend(work.call_ends)
         if connection is not None:
             events.extend((e.kind, e.detail) for e in connection.events)
             with contextlib.suppress(ClientError, TimeoutError):
@@ -583,6 +617,9 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
     events: list[tuple[str, str]] = []
     timeline: list[dict[str, Any]] = []
     unanswered: list[Unanswered] = []
+    client_log: list[ClientEntry] = []
+    call_ends: list[CallEnd] = []
+    lag: list[LagSample] = []
 
     def outcome(kind: OutcomeKind, judgement: Judgement | None = None, reason: str = "",
                 escaped: Sequence[str] = ()) -> Outcome:
@@ -596,7 +633,8 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
         return Outcome(example, kind, time.monotonic() - started, judgement, tuple(history), tuple(events),
                        tuple(r.to_json() for r in proxy.wire_log) if proxy else (),
                        tuple(a.to_json() for a in proxy.attempts) if proxy else (), tuple(timeline), reason,
-                       ends=tuple(e.to_json() for e in proxy.ends) if proxy else ())
+                       ends=tuple(e.to_json() for e in proxy.ends) if proxy else (),
+                       client_log=tuple({"ts_ns": e.ts_ns, "kind": e.kind, "detail": e.detail} for e in client_log))
 
     loop = asyncio.get_running_loop()
     previous = loop.get_exception_handler()
@@ -612,10 +650,12 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
         escaped.append(text)
 
     loop.set_exception_handler(unhandled)
+    probe = asyncio.ensure_future(watch_loop(lag))  # the load the client's timing rules allow for
     try:
         deadline = limits.example_s + limits.restart_s * len(example.schedule.restarts)
         complete = await asyncio.wait_for(_run(url, example, limits, protocol_version, history, proxies, events,
-                                               timeline, unanswered, restarter, restarts, sent), deadline)
+                                               timeline, unanswered, restarter, restarts, sent, client_log,
+                                               call_ends), deadline)
         judgement = judge(history, drain_complete=complete, desynchronised=example.schedule.desynchronises,
                           unanswered=unanswered, recreated=any(kind in _NOT_REATTACHED for kind, _ in events),
                           dropped=dropped_sends(r for proxy in proxies for r in proxy.wire_log),
@@ -623,6 +663,11 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
                           restarted=bool(restarts))
         judgement = judge_restart(judgement, history, sent, (r for proxy in proxies for r in proxy.wire_log),
                                   restarts, example.workload.volatile, len(QUEUES))
+        probe.cancel()
+        attempts = [ProxyAttempt(a.ts_ns, a.outcome == "refused") for proxy in proxies for a in proxy.attempts]
+        judgement = with_client_verdict(judgement, judge_client(example.workload.config,
+                                                                example.schedule.refuse_initial, attempts,
+                                                                client_log, call_ends, lag))
     except _Indeterminate as exc:
         return outcome("indeterminate", reason=str(exc), escaped=escaped)
     except TimeoutError:
@@ -631,6 +676,7 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
     except Exception:  # noqa: BLE001 - any other exception is the kit's own error, reported as such
         return outcome("kit-error", reason=traceback.format_exc())
     finally:
+        probe.cancel()
         loop.set_exception_handler(previous)
     return outcome(judgement.kind, judgement, escaped=escaped)
 

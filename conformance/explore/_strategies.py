@@ -6,6 +6,9 @@ first entry of each choice table (so tables list the simplest choice first).
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 from hypothesis import strategies as st
 
 from ._model import (
@@ -14,9 +17,15 @@ from ._model import (
     DELAY_TYPES,
     DROP_TYPES,
     DUPLICATE_TYPES,
+    INITIAL_CONNECT_ATTEMPTS,
     MAX_BATCH,
     MAX_CUT_AFTER,
+    MAX_REFUSE_INITIAL,
+    MAX_RETRY_INTERVALS_MS,
     QUEUES,
+    RECONNECT_ATTEMPTS,
+    RETRY_INTERVAL_MULTIPLIERS,
+    RETRY_INTERVALS_MS,
     WINDOWS,
     ClientConfig,
     Commit,
@@ -41,7 +50,7 @@ from ._model import (
     Workload,
 )
 
-__all__ = ["client_configs", "examples", "fault_schedules", "faults", "operations", "workloads"]
+__all__ = ["client_configs", "examples", "fault_schedules", "faults", "operations", "reconnections", "workloads"]
 
 _queues = st.integers(0, len(QUEUES) - 1)
 _directions: st.SearchStrategy[Direction] = st.sampled_from(("c2s", "s2c"))
@@ -49,8 +58,26 @@ _directions: st.SearchStrategy[Direction] = st.sampled_from(("c2s", "s2c"))
 _windows = st.sampled_from((64 * 1024, *(w for w in WINDOWS if w not in (64 * 1024, -1)), -1))
 
 
-def client_configs() -> st.SearchStrategy[ClientConfig]:
-    return st.builds(ClientConfig, window=_windows, connection_ttl_ms=st.sampled_from(CONNECTION_TTLS_MS[::-1]))
+# Reconnecting forever is drawn as often as all finite counts together: a client that gives up ends the workload's
+# sessions, which the history oracles (other than the client's own rules) then learn nothing more from.
+_reconnect_attempts = st.sampled_from((RECONNECT_ATTEMPTS[0],) * (len(RECONNECT_ATTEMPTS) - 1) + RECONNECT_ATTEMPTS)
+
+
+def reconnections() -> st.SearchStrategy[dict[str, Any]]:
+    """The client's reconnection schedule, as :class:`ClientConfig` fields."""
+    return st.fixed_dictionaries({"retry_interval_ms": st.sampled_from(RETRY_INTERVALS_MS),
+                                  "retry_interval_multiplier": st.sampled_from(RETRY_INTERVAL_MULTIPLIERS),
+                                  "max_retry_interval_ms": st.sampled_from(MAX_RETRY_INTERVALS_MS),
+                                  "reconnect_attempts": _reconnect_attempts,
+                                  "initial_connect_attempts": st.sampled_from(INITIAL_CONNECT_ATTEMPTS)})
+
+
+def client_configs(reconnection: bool = True) -> st.SearchStrategy[ClientConfig]:
+    """A configuration; without ``reconnection`` the reconnection schedule is the first choice of each table."""
+    base = st.builds(ClientConfig, window=_windows, connection_ttl_ms=st.sampled_from(CONNECTION_TTLS_MS[::-1]))
+    if not reconnection:
+        return base
+    return st.tuples(base, reconnections()).map(lambda pair: dataclasses.replace(pair[0], **pair[1]))
 
 
 def operations() -> st.SearchStrategy[Operation]:
@@ -68,8 +95,8 @@ def operations() -> st.SearchStrategy[Operation]:
     )
 
 
-def workloads(max_operations: int = 8) -> st.SearchStrategy[Workload]:
-    return st.builds(Workload, config=client_configs(),
+def workloads(max_operations: int = 8, reconnection: bool = True) -> st.SearchStrategy[Workload]:
+    return st.builds(Workload, config=client_configs(reconnection),
                      operations=st.lists(operations(), min_size=1, max_size=max_operations).map(tuple))
 
 
@@ -117,8 +144,15 @@ def faults(max_at: int = 0) -> st.SearchStrategy[Fault]:
     ))
 
 
-def fault_schedules(max_faults: int = 3, max_at: int = 0) -> st.SearchStrategy[FaultSchedule]:
-    return st.builds(FaultSchedule, st.lists(faults(max_at), min_size=1, max_size=max_faults).map(tuple))
+# Refusals before the first connect in three examples of seven (as many as the client's initial attempts
+# ends the example at its connect); shrinks to none.
+_refuse_initial = st.integers(0, 2 * MAX_REFUSE_INITIAL).map(lambda n: max(0, n - MAX_REFUSE_INITIAL))
+
+
+def fault_schedules(max_faults: int = 3, max_at: int = 0, refuse_initial: bool = True
+                    ) -> st.SearchStrategy[FaultSchedule]:
+    return st.builds(FaultSchedule, st.lists(faults(max_at), min_size=1, max_size=max_faults).map(tuple),
+                     refuse_initial=_refuse_initial if refuse_initial else st.just(0))
 
 
 #: One example in this many gets a broker restart (a restart takes seconds: most examples stay fast).
@@ -138,8 +172,22 @@ def _restart(draw: st.DrawFn, operations: int) -> RestartBroker | None:
 def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3, restart: bool = False) -> Example:
     """A workload, then a schedule whose faults are installed before one of its operations; with ``restart``
     (the target can restart its broker) some examples restart it too, and some queues are non-durable."""
-    workload = draw(workloads(max_operations))
-    schedule = draw(fault_schedules(max_faults, max_at=len(workload.operations) - 1))
+    workload = draw(workloads(max_operations, reconnection=False))
+    schedule = draw(fault_schedules(max_faults, max_at=len(workload.operations) - 1, refuse_initial=False))
+    # The reconnection schedule and the initial refusals are drawn after the workload and the proxy's faults, so
+    # the draws before them are those of an example without them (and shrink as they did); half the examples keep
+    # the first choice of every table, which is also where shrinking goes first.
+    reconnection = draw(st.one_of(st.just({}), reconnections()))
+    config = dataclasses.replace(workload.config, **reconnection)
+    # with a varied schedule, the refusals mostly meet the initial attempts' bound (one short of it: the connect
+    # succeeds at the last attempt; all of them: it fails), where the attempts and their waits are judged
+    initial = config.initial_connect_attempts
+    refuse = st.sampled_from((0, initial - 1, initial)) if reconnection else _refuse_initial
+    schedule = dataclasses.replace(schedule, refuse_initial=draw(refuse))
+    if reconnection and len(schedule.faults) < max_faults and draw(st.booleans()):
+        # refused reconnect attempts from the start: the waits between them are what the schedule is judged by
+        schedule = dataclasses.replace(schedule, faults=(RefuseConnects(draw(st.integers(1, 3))), *schedule.faults))
+    workload = dataclasses.replace(workload, config=config)
     if not restart:
         return Example(workload, schedule)
     # the durable queues are the first choice (shrinking goes there)
@@ -147,6 +195,6 @@ def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3, rest
     restarts = draw(_restart(len(workload.operations)))
     if restarts is not None:
         # the restart is a fault of its own: how many of the proxy's faults stay shrinks to none
-        kept = draw(st.integers(0, len(schedule.faults)))
-        schedule = FaultSchedule((*schedule.faults[:kept], restarts))
-    return Example(Workload(workload.config, workload.operations, volatile), schedule)
+        kept = draw(st.integers(0, min(len(schedule.faults), max_faults)))
+        schedule = dataclasses.replace(schedule, faults=(*schedule.faults[:kept], restarts))
+    return Example(dataclasses.replace(workload, volatile=volatile), schedule)

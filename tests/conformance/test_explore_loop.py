@@ -150,7 +150,8 @@ def test_a_minimal_example_that_does_not_fail_again_falls_back_on_the_next_small
         return _bug(example) if sends and (steady or first) else _clean(example)
 
     out = io.StringIO()
-    result = explore(rare_when_small, ExploreConfig(budget_s=60, seed=1, max_examples=300, tries=2), out)
+    # a seed whose shrinking passes through a two-message example before a three-message one
+    result = explore(rare_when_small, ExploreConfig(budget_s=60, seed=6, max_examples=300, tries=2), out)
     assert result.confirmed
     assert result.failing is not None
     assert any(isinstance(op, Send) and op.count >= 3 for op in result.failing.example.workload.operations)
