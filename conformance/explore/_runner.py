@@ -38,7 +38,20 @@ from cck.reference.client import (
 
 from ._faults import rule_of
 from ._judge import Judgement, Unanswered, judge
-from ._model import QUEUES, Commit, CreateConsumer, CreateProducer, Example, Operation, Receive, Rollback, Send
+from ._model import (
+    QUEUES,
+    Commit,
+    CreateConsumer,
+    CreateProducer,
+    CutSettled,
+    Example,
+    Operation,
+    Receive,
+    Rollback,
+    Send,
+)
+from ._redelivery import COMMIT, ROLLBACK, TX_ACK
+from ._settle import HoldAfterCut, settle
 
 __all__ = ["Limits", "Outcome", "OutcomeKind", "dropped_sends", "run_example", "run_example_sync"]
 
@@ -71,6 +84,8 @@ class Limits:
     quiet_s: float = 0.5
     #: The whole example.
     example_s: float = 90.0
+    #: How long a settled cut refuses reconnects while waiting for the broker to close the cut sessions.
+    settle_hold_s: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -311,10 +326,18 @@ class _Workload:
                 raise AssertionError(f"a message without a key on {self.queue(op.queue)}: {delivery!r}")
             count = delivery.delivery_count
             self.history.received(side.name, key, delivery_count=count, redelivered=count > 1)
+            if not op.ack:
+                continue  # left to the session's end (or the transaction's)
             if op.tx:
-                # Acknowledged in the transaction: settled by its commit or rollback, not recorded as an ack.
-                with contextlib.suppress(ClientError):
+                # Acknowledged in the transaction: settled by its commit or rollback, so not an ack but a tx-ack
+                # (what the transaction rules of ``_redelivery`` read).
+                self.history.invoke(side.name, TX_ACK, key)
+                try:
                     await consumer.individual_acknowledge(delivery)
+                except ClientError:
+                    self.history.info(side.name, TX_ACK, key)
+                else:
+                    self.history.ok(side.name, TX_ACK, key)
                 continue
             self.history.invoke_ack(side.name, key)
             try:
@@ -328,13 +351,16 @@ class _Workload:
     async def end_transaction(self, *, commit: bool) -> None:
         side = self.side(True)
         sends, side.open_sends = side.open_sends, []
+        self.history.invoke(side.name, COMMIT if commit else ROLLBACK, None)
         try:
             await (side.session.commit() if commit else side.session.rollback())
         except ClientError as exc:
             self.no_answer(exc, "commit" if commit else "rollback")
             ended: OpType | None = None  # the transaction's outcome is unknown
+            self.history.info(side.name, COMMIT if commit else ROLLBACK, None)
         else:
             ended = "ok" if commit else "fail"
+            self.history.ok(side.name, COMMIT if commit else ROLLBACK, None)
         for key, name, seq, raised in sends:
             outcome: OpType = "info" if ended is None or raised else ended
             self.history.op(side.name, outcome, "send", key, producer=name, seq=seq)
@@ -454,6 +480,7 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
     graceful = True
     connection: Connection | None = None
     work: _Workload | None = None
+    settlers: list[asyncio.Task[None]] = []
     try:
         try:
             connection = await _bounded(connect(proxy.url, settings=settings, connect_timeout=limits.settle_s),
@@ -471,8 +498,16 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
         for index, op in enumerate(operations):
             for fault in example.schedule.faults:
                 if min(fault.at, len(operations) - 1) == index:
-                    proxy.add(rule_of(fault))
+                    handle = proxy.add(rule_of(fault))
                     _mark(timeline, "fault", fault.describe())
+                    if isinstance(fault, CutSettled):
+                        hold = HoldAfterCut(handle)
+                        hold_handle = proxy.add(hold)
+                        queues = [queue_name(run_id, i) for i in range(len(QUEUES))]
+                        settlers.append(asyncio.create_task(settle(
+                            proxy, hold, hold_handle, url, settings, queues, history, limits.settle_hold_s,
+                            limits.example_s,
+                            lambda text: _mark(timeline, "phase", text))))
             _mark(timeline, "operation", op.describe(), index=index)
             # a client error is the broker's or the fault's doing: recorded as unknown outcomes where it matters
             with contextlib.suppress(ClientError, TimeoutError):
@@ -493,6 +528,11 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
             except (ClientError, TimeoutError):
                 graceful = False  # the broker may still hold this session's messages
     finally:
+        for task in settlers:  # a settle under way is bounded by settle_hold_s; one still waiting for its cut ends
+            if not task.done():
+                await asyncio.wait({task}, timeout=limits.settle_hold_s * 2)
+                task.cancel()
+        await asyncio.gather(*settlers, return_exceptions=True)
         if work is not None:
             unanswered.extend(work.unanswered)
         if connection is not None:
@@ -551,8 +591,11 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
         complete = await asyncio.wait_for(_run(url, example, limits, protocol_version, history, proxies, events,
                                                timeline, unanswered), limits.example_s)
         judgement = judge(history, drain_complete=complete, desynchronised=example.schedule.desynchronises,
-                          unanswered=unanswered, recreated=any(kind in _NOT_REATTACHED for kind, _ in events),
-                          dropped=dropped_sends(r for proxy in proxies for r in proxy.wire_log))
+                          unanswered=unanswered, recreated=any(kind in _NOT_REATTACHED for kind, _ in events)
+                          # a settled cut holds the client's reconnects: its calls in flight are not judged either
+                          or any(isinstance(f, CutSettled) for f in example.schedule.faults),
+                          dropped=dropped_sends(r for proxy in proxies for r in proxy.wire_log),
+                          failures=sum(kind in ("failed", "attempt-failed") for kind, _ in events))
     except _Indeterminate as exc:
         return outcome("indeterminate", reason=str(exc), escaped=escaped)
     except TimeoutError:
