@@ -480,7 +480,7 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
     graceful = True
     connection: Connection | None = None
     work: _Workload | None = None
-    settlers: list[asyncio.Task[None]] = []
+    settlers: list[tuple[asyncio.Task[None], HoldAfterCut]] = []
     try:
         try:
             connection = await _bounded(connect(proxy.url, settings=settings, connect_timeout=limits.settle_s),
@@ -504,10 +504,10 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
                         hold = HoldAfterCut(handle)
                         hold_handle = proxy.add(hold)
                         queues = [queue_name(run_id, i) for i in range(len(QUEUES))]
-                        settlers.append(asyncio.create_task(settle(
+                        settlers.append((asyncio.create_task(settle(
                             proxy, hold, hold_handle, url, settings, queues, history, limits.settle_hold_s,
                             limits.example_s,
-                            lambda text: _mark(timeline, "phase", text))))
+                            lambda text: _mark(timeline, "phase", text))), hold))
             _mark(timeline, "operation", op.describe(), index=index)
             # a client error is the broker's or the fault's doing: recorded as unknown outcomes where it matters
             with contextlib.suppress(ClientError, TimeoutError):
@@ -528,11 +528,11 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
             except (ClientError, TimeoutError):
                 graceful = False  # the broker may still hold this session's messages
     finally:
-        for task in settlers:  # a settle under way is bounded by settle_hold_s; one still waiting for its cut ends
-            if not task.done():
+        for task, hold in settlers:  # a settle under way is bounded by settle_hold_s; one still waiting for its cut
+            if not task.done() and hold.cut.spent:  # ends
                 await asyncio.wait({task}, timeout=limits.settle_hold_s * 2)
-                task.cancel()
-        await asyncio.gather(*settlers, return_exceptions=True)
+            task.cancel()
+        await asyncio.gather(*(task for task, _ in settlers), return_exceptions=True)
         if work is not None:
             unanswered.extend(work.unanswered)
         if connection is not None:
