@@ -15,6 +15,7 @@ from cck.conformance.faults import (
 from ._model import (
     CutAfterCommands,
     CutAtFrame,
+    CutSettled,
     DelayFrames,
     DropFrames,
     DuplicateFrames,
@@ -30,7 +31,7 @@ def rule_of(fault: Fault) -> Rule:
     """The proxy rule that carries out ``fault``."""
     if isinstance(fault, CutAfterCommands):
         return CutAfter(fault.n, direction=fault.direction)
-    if isinstance(fault, CutAtFrame):
+    if isinstance(fault, CutAtFrame | CutSettled):  # a settled cut's hold is the runner's (``_settle``)
         return CutAfter(fault.n, direction=fault.direction, packet_types={fault.packet_type})
     if isinstance(fault, DropFrames):
         return Drop(fault.direction, {fault.packet_type}, count=fault.count)

@@ -20,7 +20,10 @@ conforming pair no way to lose an answer: the broker answered before the cut, or
 has not confirmed, or the client replays the request the broker says it has not received. So a call that times out
 there is a replay one of the two skipped (or an answer the broker never gives), which the history alone cannot
 show: the call's outcome is only "unknown". Where a session was recreated instead, its calls in flight end
-unanswered by design, so they are not counted. What is observed but not counted is kept in the notes, with why."""
+unanswered by design, so they are not counted. What a transaction that never committed received must come back,
+what a rolled-back one had acknowledged comes back counted once more, and so does what a settled failure of the
+connection ended (:mod:`._redelivery`, rules 1 to 3). What is observed but not counted is kept in the notes, with
+why."""
 
 from __future__ import annotations
 
@@ -30,10 +33,13 @@ from typing import Any, Literal
 
 from cck.conformance.oracles import HistoryResult, Op, check
 
+from ._redelivery import judge_redelivery
+
 __all__ = ["Anomaly", "AnomalyKind", "Judgement", "JudgementKind", "Unanswered", "judge"]
 
 JudgementKind = Literal["clean", "finding"]
-AnomalyKind = Literal["lost", "duplicated", "unexpected", "unanswered"]
+AnomalyKind = Literal["lost", "duplicated", "unexpected", "unanswered", "ack-rolled-back-lost", "failed-close-count",
+                      "count-not-incremented"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +94,7 @@ class Judgement:
 def judge(history: Iterable[Op], *, drain_complete: bool, desynchronised: bool,
           unanswered: Sequence[Unanswered] = (), recreated: bool = False,
           dropped: Collection[str] = frozenset(), gone: Collection[str] = frozenset(),
-          restarted: bool = False) -> Judgement:
+          restarted: bool = False, failures: int = 0) -> Judgement:
     """Judge a history.  ``drain_complete``: every workload session was closed at the broker and each queue was
     drained to its end (else nothing is judged lost).  ``desynchronised``: the schedule dropped frames the
     confirmation window counts (then neither duplicates nor unanswered calls are judged).  ``unanswered``: the
@@ -98,7 +104,9 @@ def judge(history: Iterable[Op], *, drain_complete: bool, desynchronised: bool,
     or on a non-durable queue; not counted lost); ``restarted``: the broker was restarted (an acknowledgement the
     broker confirmed before a kill need not have reached its disk, and the sessions were recreated, so neither
     duplicates after an acknowledgement nor unanswered calls are counted).  Malformed histories raise
-    ``HistoryError``."""
+    ``HistoryError``.  ``failures``: how many times the workload's connection failed (the transaction rules of
+    :mod:`._redelivery` bound by it the count a message may have reached unseen)."""
+    history = list(history)
     result = check(history, final_drain_complete=drain_complete, allow_duplicates=True, max_examples=1000)
     findings: list[str] = []
     notes: list[str] = []
@@ -153,6 +161,17 @@ def judge(history: Iterable[Op], *, drain_complete: bool, desynchronised: bool,
     if result.redelivery_mismatches.count:
         notes.append(f"{result.redelivery_mismatches.count} redelivered-flag/delivery-count mismatch(es); not "
                      "counted: deliveries lost with a connection still count")
+    if restarted:
+        # a restarted broker keeps neither delivery counts (unless told to persist them) nor what a killed one had
+        # not yet written: the transaction and failed-close rules' premises are gone
+        notes.append("the transaction and failed-close redelivery rules not judged: the broker was restarted")
+    else:
+        redelivery = judge_redelivery(history, drain_complete=drain_complete, desynchronised=desynchronised,
+                                      failures=failures)
+        for finding in redelivery.findings:
+            findings.append(f"{finding.kind}: {finding.key} {finding.text}")
+            anomalies.append(Anomaly(finding.kind, finding.key))
+        notes.extend(redelivery.notes)
     if not drain_complete:
         notes.append(f"the final drain was not complete: {result.unreceived_undrained} confirmed, unreceived "
                      "message(s) not judged lost")

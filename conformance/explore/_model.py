@@ -36,6 +36,7 @@ __all__ = [
     "CreateProducer",
     "CutAfterCommands",
     "CutAtFrame",
+    "CutSettled",
     "DelayFrames",
     "DropFrames",
     "DuplicateFrames",
@@ -268,11 +269,14 @@ class Send:
 @dataclass(frozen=True, slots=True)
 class Receive:
     """Receive up to ``count`` messages from ``queue``, each acknowledged (blocking, individually) outside a
-    transaction; in the transacted session the acknowledgement waits for the commit."""
+    transaction; in the transacted session the acknowledgement waits for the commit.  ``ack=False``: none is
+    acknowledged (as a CLIENT_ACKNOWLEDGE consumer that has not acknowledged yet, or a transaction that leaves its
+    deliveries to the rollback): they stay the session's deliveries until it ends."""
 
     queue: int
     count: int = 1
     tx: bool = False
+    ack: bool = True
     kind: Literal["receive"] = field(default="receive", init=False)
 
     def __post_init__(self) -> None:
@@ -280,7 +284,7 @@ class Receive:
         _check_range("count", self.count, 1, 5)
 
     def describe(self) -> str:
-        return f"receive({QUEUES[self.queue]} x{self.count}{' tx' if self.tx else ''})"
+        return f"receive({QUEUES[self.queue]} x{self.count}{' tx' if self.tx else ''}{'' if self.ack else ' unacked'})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +315,8 @@ def _operation_to_dict(op: Operation) -> dict[str, Any]:
     for name in ("queue", "count", "durable", "blocking", "tx"):
         if hasattr(op, name):
             out[name] = getattr(op, name)
+    if isinstance(op, Receive) and not op.ack:
+        out["ack"] = False  # written only when not the default, so examples written before it read the same
     return out
 
 
@@ -329,8 +335,9 @@ def _operation_from_dict(data: Any) -> Operation:
                     _bool(f, "blocking"),
                     _bool(f, "tx"))
     if kind == "receive":
-        f = _fields(data, kind, ("queue", "count", "tx"))
-        return Receive(_int(f, "queue", *queue), _int(f, "count", 1, 5), _bool(f, "tx"))
+        f = _fields(data, kind, ("queue", "count", "tx", "ack"))
+        return Receive(_int(f, "queue", *queue), _int(f, "count", 1, 5), _bool(f, "tx"),
+                       _bool(f, "ack") if "ack" in f else True)
     if kind == "commit":
         _fields(data, kind, ())
         return Commit()
@@ -425,6 +432,29 @@ class CutAtFrame:
 
     def describe(self) -> str:
         return f"cut at {self.direction} {self.packet_type} #{self.n + 1}" + _at(self.at)
+
+
+@dataclass(frozen=True, slots=True)
+class CutSettled:
+    """As :class:`CutAtFrame`, then the client's new connections are refused until the broker shows no consumer on
+    the example's queues (asked straight of the broker, for at most ``Limits.settle_hold_s``): a cut of the first
+    connection settled so is a failure the broker handled before any reconnect reached it, so it ended the
+    sessions as failed (clause ``failover.redelivery``: a reattach arriving first can make Artemis close them as
+    a clean close instead)."""
+
+    n: int
+    direction: Direction
+    packet_type: str
+    at: int = 0
+    kind: Literal["cut-settled"] = field(default="cut-settled", init=False)
+
+    def __post_init__(self) -> None:
+        _check_range("n", self.n, 0, 20)
+        _check_range("at", self.at, 0, 12)
+        _check_type(self.direction, self.packet_type, CUT_FRAME_TYPES, "cut-settled")
+
+    def describe(self) -> str:
+        return f"cut at {self.direction} {self.packet_type} #{self.n + 1}, settled" + _at(self.at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -539,7 +569,7 @@ class RestartBroker:
 
 
 Fault: TypeAlias = (CutAfterCommands | CutAtFrame | DropFrames | DelayFrames | DuplicateFrames | ResetReattach
-                    | RefuseConnects | RestartBroker)
+                    | RefuseConnects | RestartBroker | CutSettled)
 
 
 def _at(at: int) -> str:
@@ -555,6 +585,7 @@ _FAULT_FIELDS: dict[str, tuple[type[Any], tuple[str, ...]]] = {
     "reset-reattach": (ResetReattach, ("count", "at")),
     "refuse-connects": (RefuseConnects, ("count", "at")),
     "restart": (RestartBroker, ("graceful", "at")),
+    "cut-settled": (CutSettled, ("n", "direction", "packet_type", "at")),
 }
 
 

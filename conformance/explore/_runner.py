@@ -44,6 +44,7 @@ from ._model import (
     Commit,
     CreateConsumer,
     CreateProducer,
+    CutSettled,
     Example,
     Operation,
     Receive,
@@ -51,6 +52,7 @@ from ._model import (
     Rollback,
     Send,
 )
+from ._redelivery import COMMIT, ROLLBACK, TX_ACK
 from ._restart import (
     Restarter,
     RestartFailed,
@@ -61,6 +63,7 @@ from ._restart import (
     restart_broker,
 )
 from ._security_model import AnyExample
+from ._settle import HoldAfterCut, settle
 
 __all__ = ["Limits", "Outcome", "OutcomeKind", "dropped_sends", "run_example", "run_example_sync"]
 
@@ -95,6 +98,8 @@ class Limits:
     example_s: float = 90.0
     #: One broker restart (and the queue query after it); the example's deadline grows by as much per restart.
     restart_s: float = 60.0
+    #: How long a settled cut refuses reconnects while waiting for the broker to close the cut sessions.
+    settle_hold_s: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -351,10 +356,18 @@ class _Workload:
                 raise AssertionError(f"a message without a key on {self.queue(op.queue)}: {delivery!r}")
             count = delivery.delivery_count
             self.history.received(side.name, key, delivery_count=count, redelivered=count > 1)
+            if not op.ack:
+                continue  # left to the session's end (or the transaction's)
             if op.tx:
-                # Acknowledged in the transaction: settled by its commit or rollback, not recorded as an ack.
-                with contextlib.suppress(ClientError):
+                # Acknowledged in the transaction: settled by its commit or rollback, so not an ack but a tx-ack
+                # (what the transaction rules of ``_redelivery`` read).
+                self.history.invoke(side.name, TX_ACK, key)
+                try:
                     await consumer.individual_acknowledge(delivery)
+                except ClientError:
+                    self.history.info(side.name, TX_ACK, key)
+                else:
+                    self.history.ok(side.name, TX_ACK, key)
                 continue
             self.history.invoke_ack(side.name, key)
             try:
@@ -368,13 +381,16 @@ class _Workload:
     async def end_transaction(self, *, commit: bool) -> None:
         side = self.side(True)
         sends, side.open_sends = side.open_sends, []
+        self.history.invoke(side.name, COMMIT if commit else ROLLBACK, None)
         try:
             await (side.session.commit() if commit else side.session.rollback())
         except ClientError as exc:
             self.no_answer(exc, "commit" if commit else "rollback")
             ended: OpType | None = None  # the transaction's outcome is unknown
+            self.history.info(side.name, COMMIT if commit else ROLLBACK, None)
         else:
             ended = "ok" if commit else "fail"
+            self.history.ok(side.name, COMMIT if commit else ROLLBACK, None)
         for key, name, seq, raised in sends:
             outcome: OpType = "info" if ended is None or raised else ended
             self.history.op(side.name, outcome, "send", key, producer=name, seq=seq)
@@ -510,6 +526,7 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
     if example.schedule.refuse_initial:
         proxy.add(RefuseConnections(count=example.schedule.refuse_initial))
         _mark(timeline, "fault", f"refuse {example.schedule.refuse_initial} initial connect(s)")
+    settlers: list[tuple[asyncio.Task[None], HoldAfterCut]] = []
     try:
         try:
             try:
@@ -559,8 +576,16 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
                     if fault.at == index:
                         await restart(fault)
                 elif min(fault.at, len(operations) - 1) == index:
-                    proxy.add(rule_of(fault))
+                    handle = proxy.add(rule_of(fault))
                     _mark(timeline, "fault", fault.describe())
+                    if isinstance(fault, CutSettled):
+                        hold = HoldAfterCut(handle)
+                        hold_handle = proxy.add(hold)
+                        queues = [queue_name(run_id, i) for i in range(len(QUEUES))]
+                        settlers.append((asyncio.create_task(settle(
+                            proxy, hold, hold_handle, url, settings, queues, history, limits.settle_hold_s,
+                            limits.example_s,
+                            lambda text: _mark(timeline, "phase", text))), hold))
             _mark(timeline, "operation", op.describe(), index=index)
             # a client error is the broker's or the fault's doing: recorded as unknown outcomes where it matters
             with contextlib.suppress(ClientError, TimeoutError):
@@ -584,6 +609,11 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
             except (ClientError, TimeoutError):
                 graceful = False  # the broker may still hold this session's messages
     finally:
+        for task, hold in settlers:  # a settle under way is bounded by settle_hold_s; one still waiting for its cut
+            if not task.done() and hold.cut.spent:  # ends
+                await asyncio.wait({task}, timeout=limits.settle_hold_s * 2)
+            task.cancel()
+        await asyncio.gather(*(task for task, _ in settlers), return_exceptions=True)
         if work is not None:
             unanswered.extend(work.unanswered)
             if sent is not None:
@@ -657,10 +687,13 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
                                                timeline, unanswered, restarter, restarts, sent, client_log,
                                                call_ends), deadline)
         judgement = judge(history, drain_complete=complete, desynchronised=example.schedule.desynchronises,
-                          unanswered=unanswered, recreated=any(kind in _NOT_REATTACHED for kind, _ in events),
+                          unanswered=unanswered, recreated=any(kind in _NOT_REATTACHED for kind, _ in events)
+                          # a settled cut holds the client's reconnects: its calls in flight are not judged either
+                          or any(isinstance(f, CutSettled) for f in example.schedule.faults),
                           dropped=dropped_sends(r for proxy in proxies for r in proxy.wire_log),
                           gone=gone_with_restart(sent, restarts, example.workload.volatile),
-                          restarted=bool(restarts))
+                          restarted=bool(restarts),
+                          failures=sum(kind in ("failed", "attempt-failed") for kind, _ in events))
         judgement = judge_restart(judgement, history, sent, (r for proxy in proxies for r in proxy.wire_log),
                                   restarts, example.workload.volatile, len(QUEUES))
         probe.cancel()

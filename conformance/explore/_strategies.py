@@ -33,6 +33,7 @@ from ._model import (
     CreateProducer,
     CutAfterCommands,
     CutAtFrame,
+    CutSettled,
     DelayFrames,
     Direction,
     DropFrames,
@@ -50,7 +51,8 @@ from ._model import (
     Workload,
 )
 
-__all__ = ["client_configs", "examples", "fault_schedules", "faults", "operations", "reconnections", "workloads"]
+__all__ = ["client_configs", "examples", "fault_schedules", "faults", "operations", "reconnections", "settled_cuts",
+           "tx_rounds", "workloads"]
 
 _queues = st.integers(0, len(QUEUES) - 1)
 _directions: st.SearchStrategy[Direction] = st.sampled_from(("c2s", "s2c"))
@@ -87,7 +89,8 @@ def operations() -> st.SearchStrategy[Operation]:
         st.builds(Send, queue=_queues, count=st.one_of(st.integers(1, 3), st.integers(4, MAX_BATCH)),
                   durable=st.booleans().map(lambda b: not b),
                   blocking=st.booleans().map(lambda b: not b), tx=st.booleans()),
-        st.builds(Receive, queue=_queues, count=st.integers(1, 3), tx=st.booleans()),
+        st.builds(Receive, queue=_queues, count=st.integers(1, 3), tx=st.booleans(),
+                  ack=st.booleans().map(lambda b: not b)),
         st.builds(Commit),
         st.builds(Rollback),
         st.builds(CreateConsumer, queue=_queues, tx=st.booleans()),
@@ -100,6 +103,20 @@ def workloads(max_operations: int = 8, reconnection: bool = True) -> st.SearchSt
                      operations=st.lists(operations(), min_size=1, max_size=max_operations).map(tuple))
 
 
+@st.composite
+def tx_rounds(draw: st.DrawFn, example: Example) -> Example:
+    """``example`` with a round a transaction does not commit appended: messages sent to a queue, some of them
+    received (and acknowledged) in the transacted session, then rolled back or left for the session's close to roll
+    back (a shape the free mix seldom makes: about 1 % of its workloads)."""
+    queue = draw(_queues)
+    tail: tuple[Operation, ...] = (Send(queue, draw(st.integers(1, 3))),
+                                   Receive(queue, draw(st.integers(1, 3)), tx=True))
+    if draw(st.booleans().map(lambda b: not b)):
+        tail += (Rollback(),)
+    workload = example.workload
+    return Example(dataclasses.replace(workload, operations=workload.operations + tail), example.schedule)
+
+
 def _typed(direction: str, table: dict[str, tuple[str, ...]]) -> st.SearchStrategy[str]:
     return st.sampled_from(table[direction])
 
@@ -108,6 +125,12 @@ def _typed(direction: str, table: dict[str, tuple[str, ...]]) -> st.SearchStrate
 def _cut_at_frame(draw: st.DrawFn, at: int) -> CutAtFrame:
     direction = draw(_directions)
     return CutAtFrame(draw(st.integers(0, 6)), direction, draw(_typed(direction, dict(CUT_FRAME_TYPES))), at)
+
+
+@st.composite
+def _cut_settled(draw: st.DrawFn, at: int) -> CutSettled:
+    direction = draw(_directions)
+    return CutSettled(draw(st.integers(0, 6)), direction, draw(_typed(direction, dict(CUT_FRAME_TYPES))), at)
 
 
 @st.composite
@@ -141,6 +164,7 @@ def faults(max_at: int = 0) -> st.SearchStrategy[Fault]:
         _drop(at),
         _delay(at),
         _duplicate(at),
+        _cut_settled(at),
     ))
 
 
@@ -170,13 +194,14 @@ def _restart(draw: st.DrawFn, operations: int) -> RestartBroker | None:
 
 @st.composite
 def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3, restart: bool = False) -> Example:
-    """A workload, then a schedule whose faults are installed before one of its operations; with ``restart``
-    (the target can restart its broker) some examples restart it too, and some queues are non-durable."""
+    """A workload, then a schedule whose faults are installed before one of its operations.  Then, each drawn after
+    what comes before it (so that shrinking it to its first choice leaves the example as drawn before it): the
+    client's reconnection schedule and initial refusals; in one draw in three, a shape the transaction and failure
+    rules judge (:func:`tx_rounds`, :func:`settled_cuts`), where the bounds leave room; and with ``restart`` (the
+    target can restart its broker) non-durable queues and, in some examples, a restart."""
     workload = draw(workloads(max_operations, reconnection=False))
     schedule = draw(fault_schedules(max_faults, max_at=len(workload.operations) - 1, refuse_initial=False))
-    # The reconnection schedule and the initial refusals are drawn after the workload and the proxy's faults, so
-    # the draws before them are those of an example without them (and shrink as they did); half the examples keep
-    # the first choice of every table, which is also where shrinking goes first.
+    # half the examples keep the first choice of every reconnection table, which is also where shrinking goes first
     reconnection = draw(st.one_of(st.just({}), reconnections()))
     config = dataclasses.replace(workload.config, **reconnection)
     # with a varied schedule, the refusals mostly meet the initial attempts' bound (one short of it: the connect
@@ -187,14 +212,44 @@ def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3, rest
     if reconnection and len(schedule.faults) < max_faults and draw(st.booleans()):
         # refused reconnect attempts from the start: the waits between them are what the schedule is judged by
         schedule = dataclasses.replace(schedule, faults=(RefuseConnects(draw(st.integers(1, 3))), *schedule.faults))
-    workload = dataclasses.replace(workload, config=config)
+    example = Example(dataclasses.replace(workload, config=config), schedule)
+    shape = draw(st.integers(0, 5))
+    if shape >= 4 and max_operations >= 4:
+        # room for the shape: the first operations and faults kept (a fault past the kept operations installed
+        # before the last of them)
+        kept = example.workload.operations[:max_operations - 3]
+        faults_ = tuple(dataclasses.replace(f, at=min(f.at, len(kept) - 1))
+                        for f in schedule.faults)[:max_faults - 1 if shape == 5 else max_faults]
+        base = Example(dataclasses.replace(example.workload, operations=kept),
+                       dataclasses.replace(schedule, faults=faults_))
+        example = draw(tx_rounds(base) if shape == 4 else settled_cuts(base))
     if not restart:
-        return Example(workload, schedule)
+        return example
+    workload, schedule = example.workload, example.schedule
     # the durable queues are the first choice (shrinking goes there)
     volatile = tuple(sorted(draw(st.sets(_queues, max_size=2))))
     restarts = draw(_restart(len(workload.operations)))
     if restarts is not None:
         # the restart is a fault of its own: how many of the proxy's faults stay shrinks to none
-        kept = draw(st.integers(0, min(len(schedule.faults), max_faults)))
-        schedule = dataclasses.replace(schedule, faults=(*schedule.faults[:kept], restarts))
+        kept_faults = draw(st.integers(0, min(len(schedule.faults), max_faults)))
+        schedule = dataclasses.replace(schedule, faults=(*schedule.faults[:kept_faults], restarts))
     return Example(dataclasses.replace(workload, volatile=volatile), schedule)
+
+
+@st.composite
+def settled_cuts(draw: st.DrawFn, example: Example) -> Example:
+    """``example`` without a confirmation window, with deliveries left unacknowledged appended and the connection
+    cut at the next send, the cut settled: the shape in which rule 3 of ``_redelivery`` judges the count a failed
+    close must keep (a settled cut only settles on the first connection, and a windowed session is kept for
+    reattach, so a free draw seldom makes it)."""
+    queue = draw(_queues)
+    tail: tuple[Operation, ...] = (Send(queue, draw(st.integers(1, 3))),
+                                   Receive(queue, draw(st.integers(1, 3)), tx=draw(st.booleans()), ack=False),
+                                   Send(draw(_queues)))
+    workload = example.workload
+    operations_ = workload.operations + tail
+    cut = CutSettled(0, "c2s", "SESS_SEND", len(operations_) - 1)
+    # no initial refusals: the cut must be of the workload's first connection for the rule to judge it
+    return Example(dataclasses.replace(workload, config=dataclasses.replace(workload.config, window=-1),
+                                       operations=operations_),
+                   dataclasses.replace(example.schedule, faults=(*example.schedule.faults, cut), refuse_initial=0))

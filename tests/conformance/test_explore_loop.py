@@ -12,10 +12,15 @@ from pathlib import Path
 import pytest
 
 from cck.conformance.explore import (
+    ClientConfig,
+    CutAfterCommands,
     Example,
     ExploreConfig,
+    FaultSchedule,
+    HistorySpool,
     Outcome,
     Send,
+    Workload,
     explore,
     judge,
     load_example,
@@ -23,7 +28,7 @@ from cck.conformance.explore import (
     replay_until_found,
     write_outcome,
 )
-from cck.conformance.explore._explore import HistorySpool
+from cck.conformance.explore._explore import _confirm
 from cck.conformance.oracles import History
 
 
@@ -139,24 +144,36 @@ def test_with_one_try_an_intermittent_finding_stops_the_shrinking_at_the_first_c
 
 
 def test_a_minimal_example_that_does_not_fail_again_falls_back_on_the_next_smallest_that_does() -> None:
-    # only a batch of three or more messages fails again; the smallest failing example (two) never does twice
-    seen: set[str] = set()
+    # the failures in the order shrinking met them (the smallest last): only a batch of three or more messages
+    # fails again; the smallest failing example (two) never does twice
+    def batch(count: int) -> Example:
+        return Example(Workload(ClientConfig(), (Send(0, count),)), FaultSchedule((CutAfterCommands(0, "c2s"),)))
 
-    def rare_when_small(example: Example) -> Outcome:
-        first = example.describe() not in seen
-        seen.add(example.describe())
-        sends = [op for op in example.workload.operations if isinstance(op, Send) and op.durable]
-        steady = any(op.count >= 3 for op in sends)
-        return _bug(example) if sends and (steady or first) else _clean(example)
+    failures = [_bug(batch(5)), _bug(batch(3)), _bug(batch(3)), _bug(batch(2))]
+    replayed: list[int] = []
+
+    def once(example: Example, phase: str) -> Outcome:
+        assert phase == "confirm"
+        [send] = example.workload.operations
+        assert isinstance(send, Send)
+        replayed.append(send.count)
+        return _bug(example) if send.count >= 3 else _clean(example)
 
     out = io.StringIO()
-    # a seed whose shrinking passes through a two-message example before a three-message one
-    result = explore(rare_when_small, ExploreConfig(budget_s=60, seed=6, max_examples=300, tries=2), out)
-    assert result.confirmed
-    assert result.failing is not None
-    assert any(isinstance(op, Send) and op.count >= 3 for op in result.failing.example.workload.operations)
+    failing, confirmation = _confirm(failures, 2, once, out)
+    assert failing.example == batch(3)
+    assert confirmation.kind == "finding"
+    assert replayed == [2, 2, 3]  # the smallest twice (the tries), then the next smallest, each example once
     assert "NOT confirmed" in out.getvalue()
     assert "next smallest failing example (2)" in out.getvalue()
+
+
+def test_when_no_failing_example_fails_again_the_smallest_is_kept_unconfirmed() -> None:
+    failures = [_bug(Example(Workload(ClientConfig(), (Send(0, n),)), FaultSchedule((CutAfterCommands(0, "c2s"),))))
+                for n in (4, 3, 2)]
+    failing, confirmation = _confirm(failures, 1, lambda example, phase: _clean(example), io.StringIO())
+    assert failing is failures[-1]
+    assert confirmation.kind == "clean"
 
 
 def test_an_unconfirmed_finding_gets_a_diagram_but_no_regression_case(tmp_path: Path) -> None:

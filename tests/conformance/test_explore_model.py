@@ -12,6 +12,7 @@ from cck.conformance.explore import (
     ClientConfig,
     CutAfterCommands,
     CutAtFrame,
+    CutSettled,
     DropFrames,
     DuplicateFrames,
     Example,
@@ -90,3 +91,29 @@ def test_malformed_examples_are_refused_naming_what_is_wrong(change: object, mes
     with pytest.raises(ExampleError) as caught:
         Example.from_dict(data)
     assert message in str(caught.value)
+
+
+def test_a_receive_left_unacknowledged_round_trips_and_older_examples_read_as_acknowledged() -> None:
+    data = {"config": {"window": -1, "connection_ttl_ms": 2000},
+            "operations": [{"kind": "receive", "queue": 0, "count": 1, "tx": False}]}
+    assert Workload.from_dict(data).operations == (Receive(0, 1),)  # written before ``ack`` existed
+    unacked = Receive(0, 2, tx=True, ack=False)
+    workload = Workload(ClientConfig(), (unacked,))
+    assert Workload.from_dict(json.loads(json.dumps(workload.to_dict()))) == workload
+    assert unacked.describe() == "receive(q0 x2 tx unacked)"
+    cut = CutSettled(1, "c2s", "SESS_SEND", at=2)
+    assert cut.describe() == "cut at c2s SESS_SEND #2, settled @op2"
+
+
+@FAST
+@given(examples())
+def test_a_drawn_settled_cut_comes_last_without_a_window(example: Example) -> None:
+    # the shape rule 3 judges: a delivery left unacknowledged, then the cut at the next send, settled
+    settled = [f for f in example.schedule.faults if isinstance(f, CutSettled)]
+    if settled and settled[-1] == CutSettled(0, "c2s", "SESS_SEND", len(example.workload.operations) - 1):
+        *_, send, receive, last = example.workload.operations
+        assert example.workload.config.window == -1
+        assert isinstance(receive, Receive)
+        assert not receive.ack
+        assert isinstance(send, Send)
+        assert isinstance(last, Send)
