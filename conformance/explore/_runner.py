@@ -39,6 +39,7 @@ from cck.reference.client import (
 from ._faults import rule_of
 from ._judge import Judgement, Unanswered, judge
 from ._model import QUEUES, Commit, CreateConsumer, CreateProducer, Example, Operation, Receive, Rollback, Send
+from ._wire import judge_wire, with_wire
 
 __all__ = ["Limits", "Outcome", "OutcomeKind", "dropped_sends", "run_example", "run_example_sync"]
 
@@ -553,6 +554,8 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
         judgement = judge(history, drain_complete=complete, desynchronised=example.schedule.desynchronises,
                           unanswered=unanswered, recreated=any(kind in _NOT_REATTACHED for kind, _ in events),
                           dropped=dropped_sends(r for proxy in proxies for r in proxy.wire_log))
+        judgement = with_wire(judgement, judge_wire((r for proxy in proxies for r in proxy.wire_log),
+                                                    window=example.workload.config.window))
     except _Indeterminate as exc:
         return outcome("indeterminate", reason=str(exc), escaped=escaped)
     except TimeoutError:
