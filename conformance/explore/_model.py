@@ -27,6 +27,7 @@ __all__ = [
     "ClientConfig",
     "Commit",
     "CreateConsumer",
+    "CreateExistingQueue",
     "CreateProducer",
     "CutAfterCommands",
     "CutAtFrame",
@@ -52,8 +53,9 @@ QUEUES = ("q0", "q1", "q2")
 MAX_BATCH = 40
 #: the latest a cut-after-commands fault cuts: past a whole batch and the credit requests between its sends
 MAX_CUT_AFTER = 2 * MAX_BATCH
-#: Confirmation window sizes: -1 (no window: no reattach, the session is recreated), small, Artemis-like.
-WINDOWS = (-1, 1024, 10 * 1024, 64 * 1024)
+#: Confirmation window sizes: -1 (no window: no reattach, the session is recreated), 0 (a confirmation per
+#: command; the broker keeps no such session after a drop, so it is recreated too), small, Artemis-like.
+WINDOWS = (-1, 0, 1024, 10 * 1024, 64 * 1024)
 #: connection-ttl (ms) the client asks for; the failure-check period is a quarter of it.
 CONNECTION_TTLS_MS = (2_000, 10_000, 60_000)
 
@@ -248,7 +250,22 @@ class Rollback:
         return "rollback"
 
 
-Operation: TypeAlias = CreateProducer | CreateConsumer | Send | Receive | Commit | Rollback
+@dataclass(frozen=True, slots=True)
+class CreateExistingQueue:
+    """Ask the broker to create ``queue``, which exists: it refuses with an EXCEPTION, a command its confirmation
+    window must not count (clause window.exception-not-counted; what the wire rules judge)."""
+
+    queue: int
+    kind: Literal["create-existing-queue"] = field(default="create-existing-queue", init=False)
+
+    def __post_init__(self) -> None:
+        _check_range("queue", self.queue, 0, len(QUEUES) - 1)
+
+    def describe(self) -> str:
+        return f"create-existing-queue({QUEUES[self.queue]})"
+
+
+Operation: TypeAlias = CreateProducer | CreateConsumer | Send | Receive | Commit | Rollback | CreateExistingQueue
 
 
 def _operation_to_dict(op: Operation) -> dict[str, Any]:
@@ -276,6 +293,9 @@ def _operation_from_dict(data: Any) -> Operation:
     if kind == "receive":
         f = _fields(data, kind, ("queue", "count", "tx"))
         return Receive(_int(f, "queue", *queue), _int(f, "count", 1, 5), _bool(f, "tx"))
+    if kind == "create-existing-queue":
+        f = _fields(data, kind, ("queue",))
+        return CreateExistingQueue(_int(f, "queue", *queue))
     if kind == "commit":
         _fields(data, kind, ())
         return Commit()
@@ -283,7 +303,7 @@ def _operation_from_dict(data: Any) -> Operation:
         _fields(data, kind, ())
         return Rollback()
     raise ExampleError(f"unknown operation {data!r}: kind must be create-producer, create-consumer, send, receive, "
-                       "commit or rollback")
+                       "commit, rollback or create-existing-queue")
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,18 @@ from cck.reference.client import (
 
 from ._faults import rule_of
 from ._judge import Judgement, Unanswered, judge
-from ._model import QUEUES, Commit, CreateConsumer, CreateProducer, Example, Operation, Receive, Rollback, Send
+from ._model import (
+    QUEUES,
+    Commit,
+    CreateConsumer,
+    CreateExistingQueue,
+    CreateProducer,
+    Example,
+    Operation,
+    Receive,
+    Rollback,
+    Send,
+)
 from ._wire import judge_wire, with_wire
 
 __all__ = ["Limits", "Outcome", "OutcomeKind", "dropped_sends", "run_example", "run_example_sync"]
@@ -242,6 +253,10 @@ class _Workload:
             await self.end_transaction(commit=True)
         elif isinstance(op, Rollback):
             await self.end_transaction(commit=False)
+        elif isinstance(op, CreateExistingQueue):
+            # refused (BrokerRefused, a ClientError the caller records nothing for): the queue exists
+            name = self.queue(op.queue)
+            await self.plain.session.create_queue(name, name, routing_type=RoutingType.ANYCAST)
 
     async def send(self, op: Send) -> None:
         side = self.side(op.tx)
@@ -554,8 +569,10 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
         judgement = judge(history, drain_complete=complete, desynchronised=example.schedule.desynchronises,
                           unanswered=unanswered, recreated=any(kind in _NOT_REATTACHED for kind, _ in events),
                           dropped=dropped_sends(r for proxy in proxies for r in proxy.wire_log))
+        version = CURRENT_VERSION if protocol_version is None else min(CURRENT_VERSION, protocol_version)
         judgement = with_wire(judgement, judge_wire((r for proxy in proxies for r in proxy.wire_log),
-                                                    window=example.workload.config.window))
+                                                    window=example.workload.config.window,
+                                                    refusals_counted=version < ARTEMIS_2_7_0_VERSION))
     except _Indeterminate as exc:
         return outcome("indeterminate", reason=str(exc), escaped=escaped)
     except TimeoutError:

@@ -21,6 +21,7 @@ from ._model import (
     ClientConfig,
     Commit,
     CreateConsumer,
+    CreateExistingQueue,
     CreateProducer,
     CutAfterCommands,
     CutAtFrame,
@@ -64,6 +65,7 @@ def operations() -> st.SearchStrategy[Operation]:
         st.builds(Rollback),
         st.builds(CreateConsumer, queue=_queues, tx=st.booleans()),
         st.builds(CreateProducer, queue=_queues, tx=st.booleans()),
+        st.builds(CreateExistingQueue, queue=_queues),
     )
 
 

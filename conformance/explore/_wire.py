@@ -15,19 +15,22 @@ of the last command it counted) (notes §9.1-§9.3, clauses ``window.*``).  Thes
 * ``window.flush`` (client PING): the kit's client confirms a partly filled window of the broker's packets with
   each PING (a client rule).
 
-Soundness under the proxy's faults.  A receiver numbers only what reached it, so only frames the proxy wrote to the
+Soundness under the proxy's faults. A receiver numbers only what reached it, so only frames the proxy wrote to the
 peer (forwarded, delayed, duplicated; a duplicate is only ever of an uncounted type) are counted, whatever was
-dropped.  A span is one session channel on one connection whose numbering is known: on connection 1 from 0; on a
+dropped. A span is one session channel on one connection whose numbering is known: on connection 1 from 0; on a
 later one from 0 after a recreate (CREATESESSION with that channel), or from the broker's last received command
 after a reattach (REATTACH_SESSION_RESP): the client replays after that answer, so the broker's indexes continue
-from it.  A span with an EXCEPTION on its channel is not judged (a refused command is not counted from protocol
-130, and which command it refused is not on the wire).  The byte rule is judged on connection 1 only (what the
-broker's byte count is after a reattach is not on the wire), and only on confirmations that came: a confirmation
-still owed when a cut ended the connection is no finding.  The close rule is judged only where nothing but
-forwarding and delaying happened on the connection from the close on (so the close was answered, and the last
-NULL_RESPONSE on the channel is at or after that answer).  The timing rules use the proxy's clock for both ends:
-when a command was written to the broker (``ts_ns``) and when the broker's answer had arrived (``seen_ns``), so a
-delay rule holding the answer changes nothing.
+from it. A command the broker refused (EXCEPTION) is left out of the numbering (``window.exception-not-counted``,
+from protocol 130): the workload's only refused request is a CREATE_QUEUE of a queue that exists, which the client
+awaits, so it is the last command written before the EXCEPTION; a span with any other EXCEPTION is not judged.
+``window.zero``: with window 0 no session may be reattached (Artemis 2.44.0 sometimes is: deviation window.mode.6).
+The byte rule is judged on connection 1 only (what the broker's byte count is after a reattach is not on the wire),
+and only on confirmations that came: a confirmation still owed when a cut ended the connection is no finding; a
+confirmation naming a command past those the broker received is one (``window.exception-not-counted`` when it
+refused some). The close rule is judged only where nothing but forwarding and delaying happened on the connection
+from the close on (so the close was answered, and the last NULL_RESPONSE on the channel is at or after that
+answer). The timing rules use the proxy's clock for both ends: when a command was written to the broker (``ts_ns``)
+and when the broker's answer had arrived (``seen_ns``), so a delay rule holding the answer changes nothing.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cck.codec import PacketsConfirmedMessage, ReattachSessionMessage, ReattachSessionResponseMessage
-from cck.conformance.faults import WireRecord
+from cck.conformance.faults import RAW, WireRecord
 
 from ._judge import Judgement
 
@@ -79,6 +82,8 @@ class _Span:
     channel: int
     first: int
     commands: tuple[WireRecord, ...]
+    #: how many commands the broker refused (left out of ``commands`` from protocol 130)
+    refused: int = 0
 
     def index(self, position: int) -> int:
         return self.first + position
@@ -126,12 +131,23 @@ class _Log:
                 out.append((index, r))
         return out
 
-    def refused(self, conn: int, channel: int) -> bool:
-        return any(r.channel == channel and "EXCEPTION" in r.type_name for r in self.frames(conn, "s2c"))
+    def refused(self, conn: int, channel: int) -> list[WireRecord | None]:
+        """The commands the broker refused on ``channel``, one per EXCEPTION: the last command written before the
+        EXCEPTION came when that is a CREATE_QUEUE (the workload's only refused request, which the client awaits
+        before it writes another command on the channel), else ``None`` (not known which)."""
+        out: list[WireRecord | None] = []
+        commands = self.counted(conn, "c2s", channel)
+        for answer in self.frames(conn, "s2c"):
+            if answer.channel != channel or "EXCEPTION" not in answer.type_name:
+                continue
+            before = [r for r in commands if r.seen_ns <= answer.seen_ns]
+            out.append(before[-1] if before and before[-1].type_name.startswith("CREATE_QUEUE") else None)
+        return out
 
 
-def _broker_spans(log: _Log, notes: list[str]) -> list[_Span]:
-    """The client's commands as the broker numbered them, per connection and session channel."""
+def _broker_spans(log: _Log, notes: list[str], *, refusals_counted: bool) -> list[_Span]:
+    """The client's commands as the broker numbered them, per connection and session channel (without the ones it
+    refused, unless ``refusals_counted``: before protocol 130 a refused command was counted like any other)."""
     spans = []
     for conn in log.conns:
         c2s = log.frames(conn, "c2s")
@@ -152,10 +168,15 @@ def _broker_spans(log: _Log, notes: list[str]) -> list[_Span]:
             commands = log.counted(conn, "c2s", channel)
             if not commands:
                 continue
-            if log.refused(conn, channel):
+            refused = log.refused(conn, channel)
+            if None in refused:
                 notes.append(f"wire: channel {channel} on connection {conn} not judged: the broker refused a "
-                             "command there (EXCEPTION), and a refused command is not counted")
+                             "command there (EXCEPTION) and which one is not on the wire")
                 continue
+            if not refusals_counted:
+                commands = [r for r in commands if r not in refused]
+            else:
+                refused = []
             if conn == 1 or channel in created:
                 first = 0
             elif channel in reattached and all(r.seen_ns >= reattached[channel][1].seen_ns for r in commands):
@@ -164,7 +185,7 @@ def _broker_spans(log: _Log, notes: list[str]) -> list[_Span]:
                 notes.append(f"wire: channel {channel} on connection {conn} not judged: how the broker numbers "
                              "its commands there is not on the wire")
                 continue
-            spans.append(_Span(conn, channel, first, tuple(commands)))
+            spans.append(_Span(conn, channel, first, tuple(commands), len(refused)))
     return spans
 
 
@@ -174,8 +195,13 @@ def _late_confirmations(log: _Log, span: _Span, window: int) -> str | None:
     sizes = [r.size for r in span.commands]
     position = 0
     for index, _ in log.confirms(span.conn, "s2c", span.channel):
+        if index >= len(sizes) and not any(r.type_name == RAW for r in log.frames(span.conn, "c2s")):
+            refused = " (the refused ones not counted)" if span.refused else ""
+            clause = "window.exception-not-counted" if span.refused else "window.confirm-bytes"
+            return (f"{clause}: on channel {span.channel} the broker confirmed command {index}, but it was sent only "
+                    f"{len(sizes)} confirmable command(s){refused}")
         if index < position or index >= len(sizes):
-            return None  # not the broker's numbering as this span sees it (a cut frame): judge no further
+            return None  # a confirmation that goes back may be a flush racing a confirmation: judge no further
         counted = 0
         for due in range(position, index + 1):
             counted += sizes[due]
@@ -254,15 +280,30 @@ def _ping_unflushed(log: _Log) -> str | None:
     return None
 
 
-def judge_wire(records: Iterable[WireRecord], *, window: int) -> WireJudgement:
+def _zero_window_kept(log: _Log) -> str | None:
+    """``window.zero``: a session with window 0 was reattached (the broker keeps a connection's sessions after a
+    drop only when their window is > 0)."""
+    for conn in log.conns:
+        for r in log.frames(conn, "s2c"):
+            if isinstance(r.packet, ReattachSessionResponseMessage) and r.packet.reattached:
+                return (f"window.zero: a session with confirmation window 0 was reattached on connection {conn} "
+                        "(Artemis 2.44.0 does this when the client comes back at once: its known deviation "
+                        "window.mode.6)")
+    return None
+
+
+def judge_wire(records: Iterable[WireRecord], *, window: int, refusals_counted: bool = False) -> WireJudgement:
     """Judge the confirmation-window rules on one run's wire log; ``window``: the client's confirmation window
-    (both ends use it; -1: no window, nothing to judge)."""
+    (both ends use it; -1: no window, nothing to judge); ``refusals_counted``: the protocol is older than 130,
+    whose brokers count a refused command."""
     if window < 0:
         return WireJudgement()
     log = _Log(records)
     findings: list[str] = []
     notes: list[str] = []
-    for span in _broker_spans(log, notes):
+    if window == 0 and (kept := _zero_window_kept(log)) is not None:
+        findings.append(kept)
+    for span in _broker_spans(log, notes, refusals_counted=refusals_counted):
         found = [_close_unflushed(log, span), _missing_flush(log, span)]
         if span.conn == 1:
             found.append(_late_confirmations(log, span, window))

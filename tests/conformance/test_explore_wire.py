@@ -46,8 +46,8 @@ class Wire:
         return self.add(direction, "PACKETS_CONFIRMED", t=t, size=11, conn=conn,
                         packet=PacketsConfirmedMessage(index))
 
-    def judge(self, window: int = 100) -> WireJudgement:
-        return judge_wire(self.records, window=window)
+    def judge(self, window: int = 100, *, refusals_counted: bool = False) -> WireJudgement:
+        return judge_wire(self.records, window=window, refusals_counted=refusals_counted)
 
 
 def _finding(judgement: WireJudgement, text: str) -> bool:
@@ -242,3 +242,65 @@ def test_wire_findings_make_the_run_a_finding() -> None:
     assert merged.findings == ("window.flush: x",)
     assert merged.notes[-1] == "a note"
     assert with_wire(clean, WireJudgement()).kind == "clean"
+
+
+# ---------------------------------------------------------------------------------------------------- refusals
+
+
+def _with_refusal(confirms: tuple[int, ...]) -> Wire:
+    """Sends of 52-byte frames around a refused CREATE_QUEUE (window 100): the broker's numbering without it is
+    a0=0, a2=1, a3=2, a4=3, a5=4; with it (a broker that counts it) everything after it is one higher."""
+    wire = Wire()
+    wire.command(t=0.0, size=52)
+    wire.command("CREATE_QUEUE_V2", t=0.1, size=52)
+    wire.add("s2c", "EXCEPTION", t=0.15)
+    for i in range(4):
+        wire.command(t=0.2 + i * 0.01, size=52)
+    for n, index in enumerate(confirms):
+        wire.confirm(index, t=0.5 + n * 0.01)
+    return wire
+
+
+def test_a_refused_command_is_left_out_of_the_count() -> None:
+    assert _with_refusal((1, 3)).judge().findings == ()
+
+
+def test_a_refused_command_counted_shows_as_a_confirmation_of_a_command_never_sent() -> None:
+    judgement = _with_refusal((1, 3, 5)).judge()
+    assert _finding(judgement, "window.exception-not-counted"), judgement
+    # before protocol 130 a broker counts it: then that is the numbering expected
+    assert _with_refusal((1, 3, 5)).judge(refusals_counted=True).findings == ()
+
+
+def test_an_exception_not_known_to_answer_a_create_queue_skips_the_channel() -> None:
+    wire = Wire()
+    wire.command(t=0.0, size=52)
+    wire.add("s2c", "EXCEPTION", t=0.05)
+    wire.command(t=0.1, size=52)
+    wire.confirm(5, t=0.2)
+    judgement = wire.judge()
+    assert judgement.findings == ()
+    assert any("EXCEPTION" in n for n in judgement.notes)
+
+
+# ---------------------------------------------------------------------------------------------------- window 0
+
+
+def _reattach(reattached: bool) -> Wire:
+    wire = Wire()
+    wire.add("c2s", "CREATESESSION", t=0, channel=1, packet=CreateSessionMessage("s", CH, 130, None, None))
+    wire.add("c2s", "REATTACH_SESSION", t=1.0, channel=1, conn=2, packet=ReattachSessionMessage("s", -1))
+    wire.add("s2c", "REATTACH_SESSION_RESP", t=1.1, channel=1, conn=2,
+             packet=ReattachSessionResponseMessage(-1, reattached))
+    return wire
+
+
+def test_a_window_zero_session_reattached() -> None:
+    judgement = _reattach(True).judge(window=0)
+    assert _finding(judgement, "window.zero"), judgement
+    assert _finding(judgement, "window.mode.6")
+
+
+def test_a_window_zero_session_refused_or_a_positive_window_reattached_is_clean() -> None:
+    assert _reattach(False).judge(window=0).findings == ()
+    assert _reattach(True).judge(window=1024).findings == ()
