@@ -36,6 +36,8 @@ __all__ = [
     "DuplicateFrames",
     "Example",
     "ExampleError",
+    "IDLE_MS",
+    "Idle",
     "Fault",
     "FaultSchedule",
     "Operation",
@@ -265,7 +267,23 @@ class CreateExistingQueue:
         return f"create-existing-queue({QUEUES[self.queue]})"
 
 
-Operation: TypeAlias = CreateProducer | CreateConsumer | Send | Receive | Commit | Rollback | CreateExistingQueue
+#: How long an idle operation lasts: past the broker's 2 s connection-ttl check and the wire rule's slack, so a
+#: partly filled window must be confirmed within it (clause window.flush; ``_wire.CHECK_S``, ``FLUSH_SLACK_S``).
+IDLE_MS = 4_000
+
+
+@dataclass(frozen=True, slots=True)
+class Idle:
+    """Do nothing for :data:`IDLE_MS` with the connection up (the client keeps pinging)."""
+
+    kind: Literal["idle"] = field(default="idle", init=False)
+
+    def describe(self) -> str:
+        return f"idle({IDLE_MS / 1000:g}s)"
+
+
+Operation: TypeAlias = (CreateProducer | CreateConsumer | Send | Receive | Commit | Rollback | CreateExistingQueue
+                        | Idle)
 
 
 def _operation_to_dict(op: Operation) -> dict[str, Any]:
@@ -296,6 +314,9 @@ def _operation_from_dict(data: Any) -> Operation:
     if kind == "create-existing-queue":
         f = _fields(data, kind, ("queue",))
         return CreateExistingQueue(_int(f, "queue", *queue))
+    if kind == "idle":
+        _fields(data, kind, ())
+        return Idle()
     if kind == "commit":
         _fields(data, kind, ())
         return Commit()
@@ -303,7 +324,7 @@ def _operation_from_dict(data: Any) -> Operation:
         _fields(data, kind, ())
         return Rollback()
     raise ExampleError(f"unknown operation {data!r}: kind must be create-producer, create-consumer, send, receive, "
-                       "commit, rollback or create-existing-queue")
+                       "commit, rollback, create-existing-queue or idle")
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,12 +39,14 @@ from cck.reference.client import (
 from ._faults import rule_of
 from ._judge import Judgement, Unanswered, judge
 from ._model import (
+    IDLE_MS,
     QUEUES,
     Commit,
     CreateConsumer,
     CreateExistingQueue,
     CreateProducer,
     Example,
+    Idle,
     Operation,
     Receive,
     Rollback,
@@ -253,6 +255,8 @@ class _Workload:
             await self.end_transaction(commit=True)
         elif isinstance(op, Rollback):
             await self.end_transaction(commit=False)
+        elif isinstance(op, Idle):
+            await asyncio.sleep(IDLE_MS / 1000)  # the broker's periodic check must confirm a partial window
         elif isinstance(op, CreateExistingQueue):
             # refused (BrokerRefused, a ClientError the caller records nothing for): the queue exists
             name = self.queue(op.queue)

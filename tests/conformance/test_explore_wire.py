@@ -216,7 +216,7 @@ def test_ping_with_the_flush_next_to_it_is_clean() -> None:
 
 
 def test_ping_too_soon_after_the_delivery_is_not_judged() -> None:
-    assert _delivery_then_ping(0.5, None).judge().findings == ()
+    assert _delivery_then_ping(0.1, None).judge().findings == ()
 
 
 def test_ping_after_the_session_closed_is_not_judged() -> None:
