@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
+from hypothesis import given, settings
+
 from cck.codec import (
     CreateSessionMessage,
     Packet,
@@ -13,6 +16,15 @@ from cck.codec import (
     ReattachSessionResponseMessage,
 )
 from cck.conformance.explore._judge import judge
+from cck.conformance.explore._model import (
+    ClientConfig,
+    CreateExistingQueue,
+    ExampleError,
+    Idle,
+    Operation,
+    Workload,
+)
+from cck.conformance.explore._strategies import operations
 from cck.conformance.explore._wire import CHECK_S, FLUSH_SLACK_S, WireJudgement, judge_wire, with_wire
 from cck.conformance.faults import WireRecord
 from cck.conformance.oracles import History
@@ -304,3 +316,28 @@ def test_a_window_zero_session_reattached() -> None:
 def test_a_window_zero_session_refused_or_a_positive_window_reattached_is_clean() -> None:
     assert _reattach(False).judge(window=0).findings == ()
     assert _reattach(True).judge(window=1024).findings == ()
+
+
+# ---------------------------------------------------------------------------------------------------- the workload
+
+
+def test_the_refused_and_idle_operations_and_window_0_round_trip() -> None:
+    workload = Workload(ClientConfig(window=0, connection_ttl_ms=2_000), (CreateExistingQueue(2), Idle()))
+    assert Workload.from_dict(workload.to_dict()) == workload
+    assert workload.describe() == "window=0 ttl=2000ms: create-existing-queue(q2), idle(4s)"
+    with pytest.raises(ExampleError):
+        CreateExistingQueue(3)
+    with pytest.raises(ExampleError):
+        Workload.from_dict({**workload.to_dict(), "operations": [{"kind": "idle", "queue": 0}]})
+
+
+def test_the_strategies_draw_the_refused_and_idle_operations() -> None:
+    kinds: set[str] = set()
+
+    @settings(max_examples=300, database=None, derandomize=True)
+    @given(operations())
+    def draw(op: Operation) -> None:
+        kinds.add(op.kind)
+
+    draw()
+    assert {"create-existing-queue", "idle"} <= kinds
