@@ -341,3 +341,19 @@ def test_the_strategies_draw_the_refused_and_idle_operations() -> None:
 
     draw()
     assert {"create-existing-queue", "idle"} <= kinds
+
+
+def test_the_window_after_a_flush_is_not_judged() -> None:
+    def wire(*confirms: int) -> Wire:
+        built = Wire()
+        for i in range(6):
+            built.command(t=i * 0.01, size=52)
+        for n, index in enumerate(confirms):
+            built.confirm(index, t=0.1 + n * 0.01)
+        return built
+
+    # a flush (0) may have raced the count of command 1: the window after it (late at 3) is not judged
+    assert wire(0, 3).judge().findings == ()
+    # ... but the window after a full one is: 3 and 4 reached 100 at 4, not 5
+    assert wire(0, 2, 4).judge().findings == ()
+    assert _finding(wire(0, 2, 5).judge(), "at command 4")
