@@ -33,6 +33,7 @@ __all__ = [
     "ClientConfig",
     "Commit",
     "CreateConsumer",
+    "CreateExistingQueue",
     "CreateProducer",
     "CutAfterCommands",
     "CutAtFrame",
@@ -42,6 +43,8 @@ __all__ = [
     "DuplicateFrames",
     "Example",
     "ExampleError",
+    "IDLE_MS",
+    "Idle",
     "Fault",
     "FaultSchedule",
     "Operation",
@@ -60,8 +63,9 @@ QUEUES = ("q0", "q1", "q2")
 MAX_BATCH = 40
 #: the latest a cut-after-commands fault cuts: past a whole batch and the credit requests between its sends
 MAX_CUT_AFTER = 2 * MAX_BATCH
-#: Confirmation window sizes: -1 (no window: no reattach, the session is recreated), small, Artemis-like.
-WINDOWS = (-1, 1024, 10 * 1024, 64 * 1024)
+#: Confirmation window sizes: -1 (no window: no reattach, the session is recreated), 0 (a confirmation per
+#: command; the broker keeps no such session after a drop, so it is recreated too), small, Artemis-like.
+WINDOWS = (-1, 0, 1024, 10 * 1024, 64 * 1024)
 #: connection-ttl (ms) the client asks for; the failure-check period is a quarter of it.
 CONNECTION_TTLS_MS = (2_000, 10_000, 60_000)
 #: The client's reconnection schedule (notes §11): each table's first entry is the exploration's fixed schedule
@@ -307,7 +311,38 @@ class Rollback:
         return "rollback"
 
 
-Operation: TypeAlias = CreateProducer | CreateConsumer | Send | Receive | Commit | Rollback
+@dataclass(frozen=True, slots=True)
+class CreateExistingQueue:
+    """Ask the broker to create ``queue``, which exists: it refuses with an EXCEPTION, a command its confirmation
+    window must not count (clause window.exception-not-counted; what the wire rules judge)."""
+
+    queue: int
+    kind: Literal["create-existing-queue"] = field(default="create-existing-queue", init=False)
+
+    def __post_init__(self) -> None:
+        _check_range("queue", self.queue, 0, len(QUEUES) - 1)
+
+    def describe(self) -> str:
+        return f"create-existing-queue({QUEUES[self.queue]})"
+
+
+#: How long an idle operation lasts: past the broker's 2 s connection-ttl check and the wire rule's slack, so a
+#: partly filled window must be confirmed within it (clause window.flush; ``_wire.CHECK_S``, ``FLUSH_SLACK_S``).
+IDLE_MS = 4_000
+
+
+@dataclass(frozen=True, slots=True)
+class Idle:
+    """Do nothing for :data:`IDLE_MS` with the connection up (the client keeps pinging)."""
+
+    kind: Literal["idle"] = field(default="idle", init=False)
+
+    def describe(self) -> str:
+        return f"idle({IDLE_MS / 1000:g}s)"
+
+
+Operation: TypeAlias = (CreateProducer | CreateConsumer | Send | Receive | Commit | Rollback | CreateExistingQueue
+                        | Idle)
 
 
 def _operation_to_dict(op: Operation) -> dict[str, Any]:
@@ -338,6 +373,12 @@ def _operation_from_dict(data: Any) -> Operation:
         f = _fields(data, kind, ("queue", "count", "tx", "ack"))
         return Receive(_int(f, "queue", *queue), _int(f, "count", 1, 5), _bool(f, "tx"),
                        _bool(f, "ack") if "ack" in f else True)
+    if kind == "create-existing-queue":
+        f = _fields(data, kind, ("queue",))
+        return CreateExistingQueue(_int(f, "queue", *queue))
+    if kind == "idle":
+        _fields(data, kind, ())
+        return Idle()
     if kind == "commit":
         _fields(data, kind, ())
         return Commit()
@@ -345,7 +386,7 @@ def _operation_from_dict(data: Any) -> Operation:
         _fields(data, kind, ())
         return Rollback()
     raise ExampleError(f"unknown operation {data!r}: kind must be create-producer, create-consumer, send, receive, "
-                       "commit or rollback")
+                       "commit, rollback, create-existing-queue or idle")
 
 
 @dataclass(frozen=True, slots=True)

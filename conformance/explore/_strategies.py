@@ -30,6 +30,7 @@ from ._model import (
     ClientConfig,
     Commit,
     CreateConsumer,
+    CreateExistingQueue,
     CreateProducer,
     CutAfterCommands,
     CutAtFrame,
@@ -41,6 +42,7 @@ from ._model import (
     Example,
     Fault,
     FaultSchedule,
+    Idle,
     Operation,
     Receive,
     RefuseConnects,
@@ -95,6 +97,9 @@ def operations() -> st.SearchStrategy[Operation]:
         st.builds(Rollback),
         st.builds(CreateConsumer, queue=_queues, tx=st.booleans()),
         st.builds(CreateProducer, queue=_queues, tx=st.booleans()),
+        # a refused command, and (a quarter as often: it makes a run 4 s longer) an idle spell
+        st.integers(0, 3).flatmap(lambda i: st.builds(Idle) if i == 3 else st.builds(CreateExistingQueue,
+                                                                                      queue=_queues)),
     )
 
 
