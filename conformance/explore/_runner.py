@@ -38,7 +38,9 @@ from cck.reference.client import (
 
 from ._faults import rule_of
 from ._judge import Judgement, Unanswered, judge
-from ._model import QUEUES, Commit, CreateConsumer, CreateProducer, Example, Operation, Receive, Rollback, Send
+from ._model import QUEUES, Commit, CreateConsumer, CreateProducer, Example, Operation, Receive, Rollback, Send, Xa
+from ._xa_oracle import XaCall, judge_xa
+from ._xa_runner import XaSide, with_xa
 
 __all__ = ["Limits", "Outcome", "OutcomeKind", "dropped_sends", "run_example", "run_example_sync"]
 
@@ -197,6 +199,8 @@ class _Workload:
         #: The calls no answer reached (the oracle judges them with the failover events).
         self.unanswered: list[Unanswered] = []
         self._keys = 0
+        #: The XA session's operations, when the workload has any.
+        self.xa: XaSide | None = None
 
     def no_answer(self, error: BaseException, request: str, key: str | None = None) -> None:
         """Note ``request`` as unanswered when ``error`` says no answer came in time.  The wait for a reconnection
@@ -241,6 +245,9 @@ class _Workload:
             await self.end_transaction(commit=True)
         elif isinstance(op, Rollback):
             await self.end_transaction(commit=False)
+        elif isinstance(op, Xa):
+            assert self.xa is not None, "an XA operation without the XA session"
+            await self.xa.do(op)
 
     async def send(self, op: Send) -> None:
         side = self.side(op.tx)
@@ -441,7 +448,7 @@ def _mark(timeline: list[dict[str, Any]], event: str, text: str, **extra: Any) -
 
 async def _run(url: str, example: Example, limits: Limits, protocol_version: int | None, history: History,
                proxy_box: list[FaultProxy], events: list[tuple[str, str]], timeline: list[dict[str, Any]],
-               unanswered: list[Unanswered]) -> bool:
+               unanswered: list[Unanswered], xa_calls: list[XaCall] | None = None) -> bool:
     """The run proper; whether the drain was complete.  Fills ``events`` with the client's failover events and
     ``unanswered`` with the workload's calls no answer reached."""
     run_id = uuid.uuid4().hex[:8]
@@ -465,6 +472,11 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
                 tx = _Side("tx", await connection.create_session(transacted=True))
                 tx.session.start()
             work = _Workload(run_id, connection, plain, tx, history, limits)
+            if example.workload.xa:
+                work.xa = XaSide(run_id, await connection.create_session(xa=True), history,
+                                 [] if xa_calls is None else xa_calls, limits.receive_s, work.queue,
+                                 work.no_answer)
+                work.xa.session.start()
         except ClientError as exc:
             raise _Indeterminate(f"connecting through the proxy (before any fault) failed: {exc!r}") from exc
         operations = example.workload.operations
@@ -485,6 +497,12 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
                                    if not future.done())
         proxy.clear()
         work.abandon_transaction()
+        if work.xa is not None:
+            work.xa.abandon()
+            try:
+                await asyncio.wait_for(work.xa.session.close(), limits.settle_s)
+            except (ClientError, TimeoutError):
+                graceful = False
         for side in (plain, tx):
             if side is None:
                 continue
@@ -518,6 +536,7 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
     events: list[tuple[str, str]] = []
     timeline: list[dict[str, Any]] = []
     unanswered: list[Unanswered] = []
+    xa_calls: list[XaCall] = []
 
     def outcome(kind: OutcomeKind, judgement: Judgement | None = None, reason: str = "",
                 escaped: Sequence[str] = ()) -> Outcome:
@@ -549,10 +568,13 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
     loop.set_exception_handler(unhandled)
     try:
         complete = await asyncio.wait_for(_run(url, example, limits, protocol_version, history, proxies, events,
-                                               timeline, unanswered), limits.example_s)
+                                               timeline, unanswered, xa_calls), limits.example_s)
         judgement = judge(history, drain_complete=complete, desynchronised=example.schedule.desynchronises,
                           unanswered=unanswered, recreated=any(kind in _NOT_REATTACHED for kind, _ in events),
                           dropped=dropped_sends(r for proxy in proxies for r in proxy.wire_log))
+        if xa_calls:
+            judgement = with_xa(judgement, judge_xa(list(history), xa_calls, drain_complete=complete,
+                                                    desynchronised=example.schedule.desynchronises))
     except _Indeterminate as exc:
         return outcome("indeterminate", reason=str(exc), escaped=escaped)
     except TimeoutError:

@@ -18,6 +18,8 @@ from ._model import (
     MAX_CUT_AFTER,
     QUEUES,
     WINDOWS,
+    XA_ACTIONS,
+    XIDS,
     ClientConfig,
     Commit,
     CreateConsumer,
@@ -38,6 +40,7 @@ from ._model import (
     Rollback,
     Send,
     Workload,
+    Xa,
 )
 
 __all__ = ["client_configs", "examples", "fault_schedules", "faults", "operations", "workloads"]
@@ -64,6 +67,8 @@ def operations() -> st.SearchStrategy[Operation]:
         st.builds(Rollback),
         st.builds(CreateConsumer, queue=_queues, tx=st.booleans()),
         st.builds(CreateProducer, queue=_queues, tx=st.booleans()),
+        st.builds(Xa, action=st.sampled_from(XA_ACTIONS), xid=st.integers(0, XIDS - 1), queue=_queues,
+                  count=st.integers(1, 3), durable=st.booleans().map(lambda b: not b)),
     )
 
 
