@@ -41,15 +41,25 @@ from typing import Literal
 
 from cck.conformance.oracles import Op
 
-__all__ = ["XAER_NOTA", "XA_OK", "BranchState", "RestartExpectation", "XaCall", "XaVerdict", "across_restart",
-           "branch_states", "judge_xa"]
+__all__ = [
+    "XAER_NOTA",
+    "XA_OK",
+    "BranchState",
+    "RestartExpectation",
+    "XaCall",
+    "XaVerdict",
+    "across_restart",
+    "branch_states",
+    "judge_xa",
+]
 
 #: XA codes (XAException): the branch is unknown to the resource manager; the prepare vote "ok".
 XAER_NOTA = -4
 XA_OK = 0
 
-CallKind = Literal["start", "end", "prepare", "commit", "commit-one-phase", "rollback", "forget", "recover",
-                   "send", "ack", "restart"]
+CallKind = Literal[
+    "start", "end", "prepare", "commit", "commit-one-phase", "rollback", "forget", "recover", "send", "ack", "restart"
+]
 Answer = Literal["ok", "error", "unknown"]
 BranchState = Literal["none", "active", "ended", "prepared", "done", "unknown"]
 _COMPLETIONS = frozenset({"commit", "commit-one-phase", "rollback"})
@@ -74,8 +84,9 @@ class XaCall:
 
     def describe(self) -> str:
         what = f"{self.call} {self.branch}".strip() + (f" {self.key}" if self.key else "")
-        return what + ("" if self.answer == "ok" else f" -> {self.answer}"
-                       + ("" if self.code is None else f" {self.code}"))
+        return what + (
+            "" if self.answer == "ok" else f" -> {self.answer}" + ("" if self.code is None else f" {self.code}")
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,8 +146,9 @@ def _received_after(history: Sequence[Op], key: str, since: int) -> bool:
     return any(op.f == "receive" and op.value == key for op in history[since:])
 
 
-def judge_xa(history: Sequence[Op], calls: Sequence[XaCall], *, drain_complete: bool,
-             desynchronised: bool) -> XaVerdict:
+def judge_xa(
+    history: Sequence[Op], calls: Sequence[XaCall], *, drain_complete: bool, desynchronised: bool
+) -> XaVerdict:
     """Judge the XA calls of one run against its history (see the module's docstring for the rules)."""
     findings: list[str] = []
     notes: list[str] = []
@@ -155,8 +167,10 @@ def judge_xa(history: Sequence[Op], calls: Sequence[XaCall], *, drain_complete: 
 
     def count(rule: str, what: str, involved: Iterable[str] = ()) -> None:
         if desynchronised:
-            notes.append(f"{what}; not counted: a dropped counted frame desynchronised the command numbering, "
-                         f"and a reattach may then replay ({rule})")
+            notes.append(
+                f"{what}; not counted: a dropped counted frame desynchronised the command numbering, "
+                f"and a reattach may then replay ({rule})"
+            )
         else:
             findings.append(f"{what} ({rule})")
             keys.extend(involved)
@@ -170,52 +184,76 @@ def judge_xa(history: Sequence[Op], calls: Sequence[XaCall], *, drain_complete: 
                 notes.append(f"forget {call.branch}: no answer, not judged")
             elif call.answer == "ok" or call.code != XAER_NOTA:
                 got = "OK" if call.answer == "ok" else f"XA code {call.code}"
-                count("dtx.completed-forgotten", f"forget of {call.branch}, an Xid the broker does not know "
-                      f"({'completed' if known == 'done' else 'never started'}), answered {got}, not XAER_NOTA")
+                count(
+                    "dtx.completed-forgotten",
+                    f"forget of {call.branch}, an Xid the broker does not know "
+                    f"({'completed' if known == 'done' else 'never started'}), answered {got}, not XAER_NOTA",
+                )
         elif call.call == "recover":
             if call.answer != "ok":
-                notes.append("recover: no answer, not judged" if call.answer == "unknown"
-                             else f"recover answered XA code {call.code}; not judged")
+                notes.append(
+                    "recover: no answer, not judged"
+                    if call.answer == "unknown"
+                    else f"recover answered XA code {call.code}; not judged"
+                )
                 continue
             states = branch_states(calls, index)
             listed = set(call.listed)
             missing = sorted(b for b, s in states.items() if s == "prepared" and b not in listed)
             extra = sorted(b for b in listed if states.get(b, "none") in ("none", "active", "ended", "done"))
             if missing:
-                count("dtx.prepared-survives", f"recover left out prepared, unresolved branch(es) "
-                      f"{', '.join(missing)}")
+                count("dtx.prepared-survives", f"recover left out prepared, unresolved branch(es) {', '.join(missing)}")
             if extra:
                 count("dtx.prepared-survives", f"recover listed branch(es) not prepared: {', '.join(extra)}")
     for branch, state in final.items():
         if state == "prepared":
             shown = [c.key for c in sends.get(branch, ()) if c.key in drained]
             if shown:
-                count("dtx.prepared-survives", f"{len(shown)} send(s) of {branch}, prepared and never completed, "
-                      f"delivered: {', '.join(map(str, shown))}", map(str, shown))
+                count(
+                    "dtx.prepared-survives",
+                    f"{len(shown)} send(s) of {branch}, prepared and never completed, "
+                    f"delivered: {', '.join(map(str, shown))}",
+                    map(str, shown),
+                )
             held = [c.key for c in acks.get(branch, ()) if c.key in _drain_receipts(history, c.at)]
             if held:
-                count("dtx.prepared-acks-held", f"{len(held)} message(s) acknowledged in {branch}, prepared and "
-                      f"never completed, delivered again: {', '.join(map(str, held))}", map(str, held))
+                count(
+                    "dtx.prepared-acks-held",
+                    f"{len(held)} message(s) acknowledged in {branch}, prepared and "
+                    f"never completed, delivered again: {', '.join(map(str, held))}",
+                    map(str, held),
+                )
         elif state == "done" and branch in completion:
             done = completion[branch]
             if done.call == "rollback":
                 back = [c.key for c in acks.get(branch, ()) if c.key and not _received_after(history, c.key, done.at)]
                 if back and drain_complete:
-                    count("dtx.rollback-after-restart", f"{len(back)} message(s) acknowledged in {branch}, rolled "
-                          f"back, never delivered again: {', '.join(back)}", back)
+                    count(
+                        "dtx.rollback-after-restart",
+                        f"{len(back)} message(s) acknowledged in {branch}, rolled "
+                        f"back, never delivered again: {', '.join(back)}",
+                        back,
+                    )
                 elif back:
-                    notes.append(f"{len(back)} message(s) acknowledged in {branch}, rolled back, not received "
-                                 "again; not judged: the final drain was not complete")
+                    notes.append(
+                        f"{len(back)} message(s) acknowledged in {branch}, rolled back, not received "
+                        "again; not judged: the final drain was not complete"
+                    )
             else:
-                again = [c.key for c in acks.get(branch, ())
-                         if c.key and c.key in _drain_receipts(history, done.at)]
+                again = [c.key for c in acks.get(branch, ()) if c.key and c.key in _drain_receipts(history, done.at)]
                 if again:
-                    count("dtx.one-phase-durable", f"{len(again)} message(s) acknowledged in {branch}, committed "
-                          f"({done.call}), delivered again: {', '.join(again)}", again)
+                    count(
+                        "dtx.one-phase-durable",
+                        f"{len(again)} message(s) acknowledged in {branch}, committed "
+                        f"({done.call}), delivered again: {', '.join(again)}",
+                        again,
+                    )
     unknown = sorted(b for b, s in final.items() if s == "unknown")
     if unknown:
-        notes.append(f"branch(es) {', '.join(unknown)}: an XA call got no answer or an error, so their outcome is "
-                     "unknown and not judged")
+        notes.append(
+            f"branch(es) {', '.join(unknown)}: an XA call got no answer or an error, so their outcome is "
+            "unknown and not judged"
+        )
     return XaVerdict(tuple(findings), tuple(notes), tuple(dict.fromkeys(keys)))
 
 
@@ -245,17 +283,26 @@ def across_restart(calls: Sequence[XaCall], restart: int) -> RestartExpectation:
     set)."""
     states = branch_states(calls, restart)
     before = calls[:restart]
-    committed = {c.branch for c in before
-                 if c.call in ("commit", "commit-one-phase") and c.answer == "ok" and states.get(c.branch) == "done"}
+    committed = {
+        c.branch
+        for c in before
+        if c.call in ("commit", "commit-one-phase") and c.answer == "ok" and states.get(c.branch) == "done"
+    }
     prepared = frozenset(b for b, s in states.items() if s == "prepared")
 
     def keys(kind: str, branches: Iterable[str], durable_only: bool = False) -> frozenset[str]:
         chosen = set(branches)
         # an acknowledgement counts once answered; a send must not be delivered if it may be in the branch,
         # and must be if it certainly is (it did not raise)
-        return frozenset(c.key for c in before if c.call == kind and c.branch in chosen and c.key
-                         and (c.answer == "ok" or (kind == "send" and not durable_only))
-                         and (c.durable or not durable_only))
+        return frozenset(
+            c.key
+            for c in before
+            if c.call == kind
+            and c.branch in chosen
+            and c.key
+            and (c.answer == "ok" or (kind == "send" and not durable_only))
+            and (c.durable or not durable_only)
+        )
 
     return RestartExpectation(
         survivors=prepared,

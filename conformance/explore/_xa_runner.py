@@ -41,8 +41,16 @@ class _Branch:
 class XaSide:
     """Carries out XA operations on ``session``, appending to ``calls`` (the XA log) and ``history``."""
 
-    def __init__(self, run_id: str, session: Session, history: History, calls: list[XaCall], receive_s: float,
-                 queue_name: Callable[[int], str], no_answer: Callable[[BaseException, str], None]) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        session: Session,
+        history: History,
+        calls: list[XaCall],
+        receive_s: float,
+        queue_name: Callable[[int], str],
+        no_answer: Callable[[BaseException, str], None],
+    ) -> None:
         self.run_id = run_id
         self.session = session
         self.history = history
@@ -76,8 +84,12 @@ class XaSide:
     def _label(self, xid: Xid) -> str:
         return self.labels.get(xid, f"{xid.global_transaction_id.hex()}/{xid.branch_qualifier.hex()}")
 
-    async def _call(self, call: Literal["start", "end", "prepare", "commit", "commit-one-phase", "rollback",
-                                        "forget"], label: str, action: Callable[[], Awaitable[object]]) -> bool:
+    async def _call(
+        self,
+        call: Literal["start", "end", "prepare", "commit", "commit-one-phase", "rollback", "forget"],
+        label: str,
+        action: Callable[[], Awaitable[object]],
+    ) -> bool:
         """Make one XA call and log its answer; whether it was answered OK."""
         try:
             result = await action()
@@ -131,8 +143,7 @@ class XaSide:
     def _settle(self, branch: _Branch, outcome: OpType | None) -> None:
         """Record its sends' fates: ``ok`` (committed), ``fail`` (rolled back) or, for None, unknown."""
         for key, name, seq, raised in branch.sends:
-            self.history.op("xa", "info" if outcome is None or raised else outcome, "send", key, producer=name,
-                            seq=seq)
+            self.history.op("xa", "info" if outcome is None or raised else outcome, "send", key, producer=name, seq=seq)
         branch.sends = []
 
     async def _complete(self, branch: _Branch, call: Literal["commit", "commit-one-phase", "rollback"]) -> None:
@@ -140,8 +151,9 @@ class XaSide:
         if call == "rollback":
             answered = await self._call(call, branch.label, lambda: self.session.xa_rollback(xid))
         else:
-            answered = await self._call(call, branch.label,
-                                        lambda: self.session.xa_commit(xid, one_phase=call == "commit-one-phase"))
+            answered = await self._call(
+                call, branch.label, lambda: self.session.xa_commit(xid, one_phase=call == "commit-one-phase")
+            )
         branch.status = "done"
         self._settle(branch, ("fail" if call == "rollback" else "ok") if answered else None)
 
@@ -227,8 +239,9 @@ class XaSide:
             except ClientError as exc:
                 self.no_answer(exc, "credits")
                 branch.sends.append((key, name, seq, True))
-                self.calls.append(XaCall("send", branch.label, "unknown", len(self.history), key=key,
-                                         durable=op.durable))
+                self.calls.append(
+                    XaCall("send", branch.label, "unknown", len(self.history), key=key, durable=op.durable)
+                )
                 continue
             # its outcome is the branch's; an answer, if any, says only that the broker has it in there
             branch.sends.append((key, name, seq, False))
@@ -286,6 +299,6 @@ def with_xa(judgement: Judgement, verdict: XaVerdict) -> Judgement:
     if not verdict.findings and not verdict.notes:
         return judgement
     findings = judgement.findings + verdict.findings
-    return dataclasses.replace(judgement, kind="finding" if findings else "clean", findings=findings,
-                               notes=judgement.notes + verdict.notes)
-
+    return dataclasses.replace(
+        judgement, kind="finding" if findings else "clean", findings=findings, notes=judgement.notes + verdict.notes
+    )
