@@ -84,6 +84,8 @@ class XaCall:
 
     def describe(self) -> str:
         what = f"{self.call} {self.branch}".strip() + (f" {self.key}" if self.key else "")
+        if self.call == "recover" and self.answer == "ok":
+            return f"{what} -> [{', '.join(self.listed)}]"
         return what + (
             "" if self.answer == "ok" else f" -> {self.answer}" + ("" if self.code is None else f" {self.code}")
         )
@@ -254,6 +256,10 @@ def judge_xa(
             f"branch(es) {', '.join(unknown)}: an XA call got no answer or an error, so their outcome is "
             "unknown and not judged"
         )
+    if findings:
+        # the evidence of an XA finding: the calls and their answers, which the history does not hold
+        shown = [c.describe() for c in calls if c.call not in ("send", "ack")]
+        notes.append("XA calls: " + ", ".join(shown[:40]) + (" ..." if len(shown) > 40 else ""))
     return XaVerdict(tuple(findings), tuple(notes), tuple(dict.fromkeys(keys)))
 
 

@@ -38,7 +38,8 @@ def _prepared(branch: str = "x0.1", at: int = 0) -> list[XaCall]:
 
 
 def test_forget_of_an_unknown_xid_answered_ok_is_a_finding() -> None:
-    findings, _ = _judge(History(), [XaCall("forget", "x0.never1")])
+    findings, notes = _judge(History(), [XaCall("forget", "x0.never1")])
+    assert notes == ("XA calls: forget x0.never1",)  # the evidence: the calls and their answers
     assert len(findings) == 1
     assert "answered OK, not XAER_NOTA" in findings[0]
     assert "never started" in findings[0]
