@@ -523,6 +523,8 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
         await proxy.stop()
     _mark(timeline, "phase", "final drain, straight from the broker (not through the proxy)", drain=True)
     complete = await _drain(url, run_id, settings, history, limits)
+    if work is not None and work.xa is not None:
+        await work.xa.final_recover(url, settings, limits.settle_s)
     return graceful and complete
 
 

@@ -10,6 +10,7 @@ leaves its branch's outcome unknown there whatever the client goes on to do.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Literal
 
 from cck.codec import CoreMessage, Packet, TypedProperties, Xid
 from cck.conformance.oracles import History, OpType
-from cck.reference.client import ClientError, Consumer, Producer, Session, XAError
+from cck.reference.client import ClientError, ClientSettings, Consumer, Producer, Session, XAError, connect
 
 from ._judge import Judgement
 from ._model import QUEUES, Xa
@@ -280,6 +281,36 @@ class XaSide:
                 self.calls.append(XaCall("ack", branch.label, "unknown", len(self.history), key=key))
             else:
                 self.calls.append(XaCall("ack", branch.label, "ok", len(self.history), key=key))
+
+    def restarted(self) -> None:
+        """The broker was restarted: it aborted the active and ended branches and kept the prepared ones
+        [dtx.unprepared-aborted, dtx.prepared-survives]; the log marks the moment."""
+        self.calls.append(XaCall("restart", at=len(self.history)))
+        self.active = None
+        for branch in self.branches.values():
+            if branch.status in ("active", "ended"):
+                branch.status = "done"
+                self._settle(branch, None)
+
+    async def final_recover(self, url: str, settings: ClientSettings, seconds: float) -> None:
+        """After the drain, straight from the broker: recover (logged, so the oracle compares it with the prepared
+        branches), then roll back this run's branches still in doubt, so they hold nothing past the run."""
+        direct = dataclasses.replace(settings, reconnect_attempts=0)
+
+        async def go() -> None:
+            async with await connect(url, settings=direct, connect_timeout=seconds) as connection:
+                session = await connection.create_session(xa=True)
+                xids = await session.xa_recover()
+                ours = [x for x in xids if x.global_transaction_id.startswith(self._prefix())]
+                self.calls.append(XaCall("recover", at=len(self.history), listed=tuple(map(self._label, ours))))
+                for xid in ours:
+                    with contextlib.suppress(ClientError):
+                        await session.xa_rollback(xid)
+                await session.close()
+
+        # not the broker's answer to the workload: a failure here judges nothing (the recover is simply not logged)
+        with contextlib.suppress(ClientError, TimeoutError, OSError):
+            await asyncio.wait_for(go(), seconds)
 
     def abandon(self) -> None:
         """Branches not completed at the end: their sends' outcomes are unknown to the history (the oracle

@@ -344,3 +344,15 @@ def test_an_unanswered_call_is_logged_unknown_and_a_rollback_fails_the_sends() -
     _, history, calls = _side([Xa("send"), Xa("prepare"), Xa("send", xid=1), Xa("rollback", xid=1)], session)
     assert ("prepare", "x0.1", "unknown") in [(c.call, c.branch, c.answer) for c in calls]
     assert [op.type for op in history if op.f == "send"] == ["invoke", "info", "invoke", "fail"]
+
+
+def test_a_restart_marks_the_log_and_aborts_the_open_unprepared_branches() -> None:
+    session = _FakeSession()
+    side, history, calls = _side([Xa("send"), Xa("prepare"), Xa("send", xid=1)], session)
+    side.restarted()
+    assert calls[-1].call == "restart"
+    assert branch_states(calls) == {"x0.1": "prepared", "x1.1": "done"}
+    assert side.active is None
+    # x1's send: aborted by the restart, its outcome "unknown" to the history (judged from the log, not there)
+    assert [op.type for op in history if op.f == "send"] == ["invoke", "invoke", "info", "info"]
+    assert across_restart(calls, len(calls) - 1).survivors == {"x0.1"}
