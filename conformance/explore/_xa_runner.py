@@ -21,7 +21,7 @@ from cck.conformance.oracles import History, OpType
 from cck.reference.client import ClientError, ClientSettings, Consumer, Producer, Session, XAError, connect
 
 from ._judge import Judgement
-from ._model import QUEUES, Xa
+from ._model import QUEUES, XIDS, Xa
 from ._xa_oracle import XaCall, XaVerdict
 
 __all__ = ["XaSide", "with_xa"]
@@ -136,7 +136,7 @@ class XaSide:
     async def _ensure_active(self, index: int) -> _Branch | None:
         if self.active is not None:
             return self.branches[self.active]
-        free = [i for i in (index, *sorted(set(range(3)) - {index})) if not self._open(i)]
+        free = [i for i in (index, *sorted(set(range(XIDS)) - {index})) if not self._open(i)]
         if free and await self._start(free[0]):
             return self.branches[free[0]]
         return None
