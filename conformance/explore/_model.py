@@ -55,6 +55,9 @@ __all__ = [
     "Rollback",
     "Send",
     "Workload",
+    "XA_ACTIONS",
+    "XIDS",
+    "Xa",
 ]
 
 #: The queues a workload uses (the runner makes each example's names unique on the broker).
@@ -87,8 +90,8 @@ _DIRECTIONS: tuple[Direction, ...] = ("c2s", "s2c")
 #: Frame types a cut can wait for, per direction (the fault proxy's Artemis type names).
 CUT_FRAME_TYPES: Mapping[str, tuple[str, ...]] = {
     "c2s": ("SESS_SEND", "SESS_INDIVIDUAL_ACKNOWLEDGE", "SESS_COMMIT", "SESS_ROLLBACK", "SESS_CREATECONSUMER",
-            "SESS_FLOWTOKEN", "PACKETS_CONFIRMED"),
-    "s2c": ("NULL_RESPONSE", "SESS_RECEIVE_MSG", "PACKETS_CONFIRMED", "SESS_PRODUCER_CREDITS"),
+            "SESS_FLOWTOKEN", "PACKETS_CONFIRMED", "SESS_XA_PREPARE", "SESS_XA_COMMIT"),
+    "s2c": ("NULL_RESPONSE", "SESS_RECEIVE_MSG", "PACKETS_CONFIRMED", "SESS_PRODUCER_CREDITS", "SESS_XA_RESP"),
 }
 #: Frame types a drop may remove (a dropped confirmable frame desynchronises the two ends' numbering).
 DROP_TYPES = CUT_FRAME_TYPES
@@ -341,11 +344,65 @@ class Idle:
         return f"idle({IDLE_MS / 1000:g}s)"
 
 
+
+
+#: What an XA operation does (sends and receives first: shrinking prefers them).
+XA_ACTIONS = ("send", "receive", "start", "end", "prepare", "commit", "commit-one-phase", "rollback", "forget",
+              "recover")
+#: How many Xids an XA workload names (each start of one makes a fresh branch under it).
+XIDS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Xa:
+    """One operation on the XA session, on the branch of Xid ``xid`` (an index; the runner makes the Xids).
+
+    ``send`` / ``receive`` work in the active branch (starting a fresh branch of ``xid`` when none is active);
+    ``start`` starts one unless ``xid``'s branch is still open; ``end``, ``prepare``, ``commit`` (two-phase,
+    preparing first), ``commit-one-phase`` (of an unprepared branch; two-phase when it is prepared) and
+    ``rollback`` act on ``xid``'s open branch, ending it first where needed, and do nothing when there is none;
+    ``forget`` forgets an Xid the broker does not know (``xid``'s completed branch, else one never started);
+    ``recover`` asks for the in-doubt Xids.  So every subsequence of XA operations is still valid."""
+
+    action: str
+    xid: int = 0
+    queue: int = 0
+    count: int = 1
+    durable: bool = True
+    kind: Literal["xa"] = field(default="xa", init=False)
+
+    def __post_init__(self) -> None:
+        if self.action not in XA_ACTIONS:
+            raise ExampleError(f"xa action must be one of {', '.join(XA_ACTIONS)}, got {self.action!r}")
+        _check_range("xid", self.xid, 0, XIDS - 1)
+        _check_range("queue", self.queue, 0, len(QUEUES) - 1)
+        _check_range("count", self.count, 1, 5)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "action": self.action, "xid": self.xid, "queue": self.queue, "count": self.count,
+                "durable": self.durable}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Xa:
+        f = _fields(data, "xa", ("action", "xid", "queue", "count", "durable"))
+        return cls(_choice(f, "action", XA_ACTIONS), _int(f, "xid", 0, XIDS - 1), _int(f, "queue", 0, len(QUEUES) - 1),
+                   _int(f, "count", 1, 5), _bool(f, "durable"))
+
+    def describe(self) -> str:
+        if self.action == "send":
+            return f"xa-send(x{self.xid} {QUEUES[self.queue]} x{self.count}{' durable' if self.durable else ''})"
+        if self.action == "receive":
+            return f"xa-receive(x{self.xid} {QUEUES[self.queue]} x{self.count})"
+        return f"xa-{self.action}" + ("" if self.action == "recover" else f"(x{self.xid})")
+
+
 Operation: TypeAlias = (CreateProducer | CreateConsumer | Send | Receive | Commit | Rollback | CreateExistingQueue
-                        | Idle)
+                        | Idle | Xa)
 
 
 def _operation_to_dict(op: Operation) -> dict[str, Any]:
+    if isinstance(op, Xa):
+        return op.to_dict()
     out: dict[str, Any] = {"kind": op.kind}
     for name in ("queue", "count", "durable", "blocking", "tx"):
         if hasattr(op, name):
@@ -385,6 +442,8 @@ def _operation_from_dict(data: Any) -> Operation:
     if kind == "rollback":
         _fields(data, kind, ())
         return Rollback()
+    if kind == "xa":
+        return Xa.from_dict(data)
     raise ExampleError(f"unknown operation {data!r}: kind must be create-producer, create-consumer, send, receive, "
                        "commit, rollback, create-existing-queue or idle")
 
@@ -408,6 +467,11 @@ class Workload:
     def transacted(self) -> bool:
         """Whether it uses the transacted session."""
         return any(getattr(op, "tx", False) or isinstance(op, Commit | Rollback) for op in self.operations)
+
+    @property
+    def xa(self) -> bool:
+        """Whether it uses the XA session."""
+        return any(isinstance(op, Xa) for op in self.operations)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"config": self.config.to_dict(),

@@ -54,6 +54,7 @@ from ._model import (
     RestartBroker,
     Rollback,
     Send,
+    Xa,
 )
 from ._redelivery import COMMIT, ROLLBACK, TX_ACK
 from ._restart import (
@@ -68,6 +69,8 @@ from ._restart import (
 from ._security_model import AnyExample
 from ._settle import HoldAfterCut, settle
 from ._wire import judge_wire, with_wire
+from ._xa_oracle import XaCall, judge_xa
+from ._xa_runner import XaSide, with_xa
 
 __all__ = ["Limits", "Outcome", "OutcomeKind", "dropped_sends", "run_example", "run_example_sync"]
 
@@ -240,6 +243,12 @@ class _Workload:
         #: Every call that ended without an answer, with when (the client's rules judge them after a give-up).
         self.call_ends: list[CallEnd] = []
         self._keys = 0
+        #: The XA session's operations, when the workload has any.
+        self.xa: XaSide | None = None
+
+    def record_sent(self, key: str, queue: int, durable: bool) -> None:
+        """Note a message whose send was invoked (the restart rules judge by them)."""
+        self.sent[key] = SentMessage(queue, durable, time.monotonic_ns())
 
     def no_answer(self, error: BaseException, request: str, key: str | None = None) -> None:
         """Note ``request`` as unanswered when ``error`` says no answer came in time.  The wait for a reconnection
@@ -291,6 +300,9 @@ class _Workload:
             # refused (BrokerRefused, a ClientError the caller records nothing for): the queue exists
             name = self.queue(op.queue)
             await self.plain.session.create_queue(name, name, routing_type=RoutingType.ANYCAST)
+        elif isinstance(op, Xa):
+            assert self.xa is not None, "an XA operation without the XA session"
+            await self.xa.do(op)
 
     async def send(self, op: Send) -> None:
         side = self.side(op.tx)
@@ -302,7 +314,7 @@ class _Workload:
             self._keys += 1
             key = f"{self.run_id}-{self._keys}"
             self.history.invoke_send(side.name, key, producer=name, seq=seq)
-            self.sent[key] = SentMessage(op.queue, op.durable, time.monotonic_ns())
+            self.record_sent(key, op.queue, op.durable)
             try:
                 future = await producer.send_async(_message(key, seq, op.durable))
             except ClientError as exc:
@@ -516,11 +528,12 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
                unanswered: list[Unanswered], restarter: Restarter | None = None,
                restarts: list[RestartRecord] | None = None,
                sent: dict[str, SentMessage] | None = None, client_log: list[ClientEntry] | None = None,
-               call_ends: list[CallEnd] | None = None) -> bool:
+               call_ends: list[CallEnd] | None = None,
+               xa_calls: list[XaCall] | None = None) -> bool:
     """The run proper; whether the drain was complete.  Fills ``events`` with the client's failover events,
     ``unanswered`` with the workload's calls no answer reached, ``restarts`` with the broker restarts, ``sent``
     with the messages sent, ``client_log`` with the client's events and failure-listener calls as it reported
-    them and ``call_ends`` with the calls that ended without an answer."""
+    them, ``call_ends`` with the calls that ended without an answer and ``xa_calls`` with the XA calls."""
     client_log = [] if client_log is None else client_log
     call_ends = [] if call_ends is None else call_ends
     run_id = uuid.uuid4().hex[:8]
@@ -560,6 +573,11 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
                 tx = _Side("tx", await connection.create_session(transacted=True))
                 tx.session.start()
             work = _Workload(run_id, connection, plain, tx, history, limits)
+            if example.workload.xa:
+                work.xa = XaSide(run_id, await connection.create_session(xa=True), history,
+                                 [] if xa_calls is None else xa_calls, limits.receive_s, work.queue,
+                                 work.no_answer, work.record_sent)
+                work.xa.session.start()
         except ClientError as exc:
             raise _Indeterminate(f"connecting through the proxy (before any fault) failed: {exc!r}") from exc
         operations = example.workload.operations
@@ -577,6 +595,8 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
             except RestartFailed as exc:
                 raise _Indeterminate(str(exc)) from exc
             restarts.append(record)
+            if work is not None and work.xa is not None:
+                work.xa.restarted()  # the XA rules judge the branches' fate across it [dtx.prepared-survives]
             _mark(timeline, "phase", f"broker back after {(record.ended_ns - record.started_ns) / 1e9:.1f} s; "
                                      f"queues there: {', '.join(QUEUES[i] for i in record.present) or 'none'}")
 
@@ -611,6 +631,12 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
                                    if not future.done())
         proxy.clear()
         work.abandon_transaction()
+        if work.xa is not None:
+            work.xa.abandon()
+            try:
+                await asyncio.wait_for(work.xa.session.close(), limits.settle_s)
+            except (ClientError, TimeoutError):
+                graceful = False
         for side in (plain, tx):
             if side is None:
                 continue
@@ -639,6 +665,8 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
         await proxy.stop()
     _mark(timeline, "phase", "final drain, straight from the broker (not through the proxy)", drain=True)
     complete = await _drain(url, run_id, settings, history, limits)
+    if work is not None and work.xa is not None:
+        await work.xa.final_recover(url, settings, limits.settle_s)
     return graceful and complete
 
 
@@ -660,6 +688,7 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
     client_log: list[ClientEntry] = []
     call_ends: list[CallEnd] = []
     lag: list[LagSample] = []
+    xa_calls: list[XaCall] = []
 
     def outcome(kind: OutcomeKind, judgement: Judgement | None = None, reason: str = "",
                 escaped: Sequence[str] = ()) -> Outcome:
@@ -695,7 +724,7 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
         deadline = limits.example_s + limits.restart_s * len(example.schedule.restarts)
         complete = await asyncio.wait_for(_run(url, example, limits, protocol_version, history, proxies, events,
                                                timeline, unanswered, restarter, restarts, sent, client_log,
-                                               call_ends), deadline)
+                                               call_ends, xa_calls), deadline)
         # A refused command is not counted by the broker (from protocol 130) but is by the kit's client, so after
         # a reattach their numbering differs as after a dropped counted frame: the client may replay a command the
         # broker already has.
@@ -720,6 +749,9 @@ async def run_example(url: str, example: Example, *, limits: Limits = Limits(),
         judgement = with_wire(judgement, judge_wire((r for proxy in proxies for r in proxy.wire_log),
                                                     window=example.workload.config.window,
                                                     refusals_counted=version < ARTEMIS_2_7_0_VERSION))
+        if xa_calls:
+            judgement = with_xa(judgement, judge_xa(list(history), xa_calls, drain_complete=complete,
+                                                    desynchronised=example.schedule.desynchronises or refused))
     except _Indeterminate as exc:
         return outcome("indeterminate", reason=str(exc), escaped=escaped)
     except TimeoutError:

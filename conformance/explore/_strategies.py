@@ -27,6 +27,8 @@ from ._model import (
     RETRY_INTERVAL_MULTIPLIERS,
     RETRY_INTERVALS_MS,
     WINDOWS,
+    XA_ACTIONS,
+    XIDS,
     ClientConfig,
     Commit,
     CreateConsumer,
@@ -51,6 +53,7 @@ from ._model import (
     Rollback,
     Send,
     Workload,
+    Xa,
 )
 
 __all__ = ["client_configs", "examples", "fault_schedules", "faults", "operations", "reconnections", "settled_cuts",
@@ -100,6 +103,8 @@ def operations() -> st.SearchStrategy[Operation]:
         # a refused command, and (a quarter as often: it makes a run 4 s longer) an idle spell
         st.integers(0, 3).flatmap(lambda i: st.builds(Idle) if i == 3 else st.builds(CreateExistingQueue,
                                                                                       queue=_queues)),
+        st.builds(Xa, action=st.sampled_from(XA_ACTIONS), xid=st.integers(0, XIDS - 1), queue=_queues,
+                  count=st.integers(1, 3), durable=st.booleans().map(lambda b: not b)),
     )
 
 
