@@ -356,3 +356,18 @@ def test_a_restart_marks_the_log_and_aborts_the_open_unprepared_branches() -> No
     # x1's send: aborted by the restart, its outcome "unknown" to the history (judged from the log, not there)
     assert [op.type for op in history if op.f == "send"] == ["invoke", "invoke", "info", "info"]
     assert across_restart(calls, len(calls) - 1).survivors == {"x0.1"}
+
+
+def test_every_send_in_a_branch_is_told_to_the_restart_rules() -> None:
+    told: list[tuple[str, int, bool]] = []
+    history = History()
+    side = XaSide("r1", _FakeSession(), history, [], 0.1, lambda q: f"q{q}",  # type: ignore[arg-type]
+                  lambda exc, request: None, lambda key, queue, durable: told.append((key, queue, durable)))
+
+    async def go() -> None:
+        await side.do(Xa("send", queue=2, count=2, durable=False))
+        await side.do(Xa("send", xid=1))
+
+    asyncio.run(go())
+    keys = [op.value for op in history if op.f == "send" and op.type == "invoke"]
+    assert told == [(keys[0], 2, False), (keys[1], 2, False), (keys[2], 0, True)]
