@@ -10,6 +10,7 @@ import logging
 import re
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
@@ -19,7 +20,7 @@ from cck.conformance.targets import TargetError, Topology, make_target
 from ._explore import ExploreConfig, explore, load_example, replay_command, replay_until_found, write_outcome
 from ._model import Example, ExampleError
 from ._regression import regression_file_name
-from ._restart import restarter_of
+from ._restart import restart_share, restarter_of
 from ._runner import Outcome, run_example
 from ._security_model import AnyExample, SecurityExample
 from ._security_oracle import Realm
@@ -179,6 +180,18 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
                           file=err)
                     return 2
                 return _replay(run, example, config, out)
+            if restarter is not None:
+                # how often examples restart the broker follows how long a restart takes (measured once, here)
+                began = time.monotonic()
+                try:
+                    restarter(False)
+                except TargetError as exc:
+                    print(f"error: the {options.target} target did not restart: {exc}", file=err)
+                    return 4
+                took = time.monotonic() - began
+                config = dataclasses.replace(config, restart_one_in=restart_share(took))
+                print(f"a restart of the broker took {took:.1f} s: one example in {config.restart_one_in} restarts "
+                      "it", file=err, flush=True)
             print(f"exploring {options.target} {target.version} at {url}: seed {config.seed}, budget "
                   f"{config.budget_s:g} s, at most {config.max_examples} examples", file=err, flush=True)
             result = explore(run, config, out)

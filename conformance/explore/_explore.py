@@ -35,6 +35,7 @@ from ._diagram import diagram
 from ._guidance import Exposure, exposure
 from ._model import ExampleError
 from ._regression import regression_case, regression_file_name
+from ._restart import RESTART_ONE_IN
 from ._runner import Outcome
 from ._security_model import AnyExample, SecurityExample, example_from_dict
 from ._security_strategies import family_examples
@@ -68,6 +69,8 @@ class ExploreConfig:
     confirm_tries: int = 20
     #: Whether the target can restart its broker: only then do examples restart it (and make queues non-durable).
     restart: bool = False
+    #: One example in this many restarts it (``_restart.restart_share`` of a restart's measured length).
+    restart_one_in: int = RESTART_ONE_IN
     #: Draw the security family's examples beside the reliability family's (the target has the secured brokers).
     security: bool = False
 
@@ -212,6 +215,7 @@ def _explore(run: Runner, config: ExploreConfig, out: TextIO, clock: Callable[[]
               phases=(Phase.explicit, Phase.generate, Phase.target, Phase.shrink), verbosity=Verbosity.quiet,
               report_multiple_bugs=False, suppress_health_check=list(HealthCheck), print_blob=False)
     @given(family_examples(config.max_operations, config.max_faults, restart=config.restart,
+                           restart_one_in=config.restart_one_in,
                            security=config.security))
     def prop(example: AnyExample) -> None:
         shrinking = state.failing is not None

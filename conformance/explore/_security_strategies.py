@@ -9,6 +9,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from ._model import Example
+from ._restart import RESTART_ONE_IN
 from ._security_model import ACTIONS, MAX_ATTEMPTS, MAX_LOGINS, AnyExample, Attempt, Login, SecurityExample
 from ._security_oracle import CREDENTIALS, PLACES, QUEUES, REALMS
 from ._strategies import examples
@@ -34,11 +35,12 @@ def security_examples() -> st.SearchStrategy[SecurityExample]:
 
 
 def family_examples(
-    max_operations: int = 8, max_faults: int = 3, *, restart: bool = False, security: bool = False
+    max_operations: int = 8, max_faults: int = 3, *, restart: bool = False, restart_one_in: int = RESTART_ONE_IN,
+    security: bool = False
 ) -> st.SearchStrategy[AnyExample]:
     """The reliability family's examples, and with ``security`` the security family's beside them (one of the two
     at each draw; the reliability family first, so a shrunk reliability finding stays one)."""
-    reliability: st.SearchStrategy[Example] = examples(max_operations, max_faults, restart)
+    reliability: st.SearchStrategy[Example] = examples(max_operations, max_faults, restart, restart_one_in)
     if not security:
         return reliability
     return st.one_of(reliability, security_examples())

@@ -55,6 +55,7 @@ from ._model import (
     Workload,
     Xa,
 )
+from ._restart import RESTART_ONE_IN
 
 __all__ = ["client_configs", "examples", "fault_schedules", "faults", "operations", "reconnections", "settled_cuts",
            "tx_rounds", "workloads"]
@@ -189,26 +190,23 @@ def fault_schedules(max_faults: int = 3, max_at: int = 0, refuse_initial: bool =
                      refuse_initial=_refuse_initial if refuse_initial else st.just(0))
 
 
-#: One example in this many gets a broker restart (a restart takes seconds: most examples stay fast).
-RESTART_ONE_IN = 4
-
-
 @st.composite
-def _restart(draw: st.DrawFn, operations: int) -> RestartBroker | None:
-    """A restart in one example of :data:`RESTART_ONE_IN` (shrinks to none); a kill first, then a stop; late
-    install points as likely as early ones (a restart after the sends is what a journal bug shows in)."""
-    if draw(st.integers(0, RESTART_ONE_IN - 1)) != RESTART_ONE_IN - 1:
+def _restart(draw: st.DrawFn, operations: int, one_in: int) -> RestartBroker | None:
+    """A restart in one example of ``one_in`` (shrinks to none); a kill first, then a stop; late install points as
+    likely as early ones (a restart after the sends is what a journal bug shows in)."""
+    if draw(st.integers(0, one_in - 1)) != one_in - 1:
         return None
     return RestartBroker(draw(st.booleans()), draw(st.integers(0, min(operations, 12))))
 
 
 @st.composite
-def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3, restart: bool = False) -> Example:
+def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3, restart: bool = False,
+             restart_one_in: int = RESTART_ONE_IN) -> Example:
     """A workload, then a schedule whose faults are installed before one of its operations.  Then, each drawn after
     what comes before it (so that shrinking it to its first choice leaves the example as drawn before it): the
     client's reconnection schedule and initial refusals; in one draw in three, a shape the transaction and failure
     rules judge (:func:`tx_rounds`, :func:`settled_cuts`), where the bounds leave room; and with ``restart`` (the
-    target can restart its broker) non-durable queues and, in some examples, a restart."""
+    target can restart its broker) non-durable queues and, in one example of ``restart_one_in``, a restart."""
     workload = draw(workloads(max_operations, reconnection=False))
     schedule = draw(fault_schedules(max_faults, max_at=len(workload.operations) - 1, refuse_initial=False))
     # half the examples keep the first choice of every reconnection table, which is also where shrinking goes first
@@ -238,7 +236,7 @@ def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3, rest
     workload, schedule = example.workload, example.schedule
     # the durable queues are the first choice (shrinking goes there)
     volatile = tuple(sorted(draw(st.sets(_queues, max_size=2))))
-    restarts = draw(_restart(len(workload.operations)))
+    restarts = draw(_restart(len(workload.operations), restart_one_in))
     if restarts is not None:
         # the restart is a fault of its own: how many of the proxy's faults stay shrinks to none
         kept_faults = draw(st.integers(0, min(len(schedule.faults), max_faults)))

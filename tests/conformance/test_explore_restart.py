@@ -24,6 +24,8 @@ from cck.conformance.explore._model import (
     Workload,
 )
 from cck.conformance.explore._restart import (
+    RESTART_ONE_IN,
+    SLOW_RESTART_ONE_IN,
     Restarter,
     RestartFailed,
     RestartRecord,
@@ -31,6 +33,7 @@ from cck.conformance.explore._restart import (
     gone_with_restart,
     judge_restart,
     restart_broker,
+    restart_share,
     survivors,
 )
 from cck.conformance.explore._runner import run_example
@@ -264,3 +267,15 @@ def test_a_restart_that_fails_or_overruns_fails_the_run_and_lets_the_client_back
     released.set()
     assert "longer than 0.05 s" in why
     assert proxy.rules == ()
+
+
+def test_how_often_examples_restart_follows_how_long_a_restart_takes() -> None:
+    assert restart_share(0.1) == restart_share(0.9) == RESTART_ONE_IN  # the reference broker's fork server
+    assert restart_share(1.0) == restart_share(8.0) == SLOW_RESTART_ONE_IN  # an Artemis JVM
+    assert SLOW_RESTART_ONE_IN > RESTART_ONE_IN
+
+
+@settings(max_examples=40, deadline=None, database=None)
+@given(examples(restart=True, restart_one_in=1))
+def test_one_in_one_restarts_every_example(example: Example) -> None:
+    assert len(example.schedule.restarts) == 1
