@@ -111,6 +111,9 @@ class CallQueue:
         self._unstamped: list[Call] = []
         #: Correlated answers that matched no waiting call (see :meth:`answer`).
         self.stray: list[Packet] = []
+        #: How many answers the commands replayed after a reattach may still draw while no call waits (see
+        #: :meth:`replayed`).
+        self._replay_answers = 0
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -121,6 +124,14 @@ class CallQueue:
             self._unstamped.append(call)
         return call
 
+    def replayed(self, count: int) -> None:
+        """``count`` commands were replayed after a reattach.  The broker answers each it executes again, and some
+        of them were answered before the failure (a command it refused is not counted in its confirmations, so
+        it is replayed though it was processed): up to ``count`` answers arriving while no call waits are
+        kept in ``stray`` like Artemis's client, which ignores them, instead of failing the connection, which
+        would reattach and replay the same command again without end."""
+        self._replay_answers += count
+
     def answer(self, packet: Packet) -> Call | None:
         """Complete the oldest call with ``packet``; returns it.
 
@@ -129,9 +140,14 @@ class CallQueue:
         e.g. after a replay) is kept in ``stray`` and otherwise ignored, as Artemis's client ignores
         out-of-order responses: whether that was harmful is for the oracles to judge, not a reason to
         drop the connection.  Raises ProtocolViolation when nothing was waiting, or when the packet is
-        neither what the call expects nor an EXCEPTION.
+        neither what the call expects nor an EXCEPTION (an answer owed to a replayed command, see :meth:`replayed`,
+        is kept in ``stray`` even when nothing waits).
         """
         if not self._calls:
+            if self._replay_answers > 0:
+                self._replay_answers -= 1
+                self.stray.append(packet)
+                return None
             raise ProtocolViolation(f"unsolicited {packet.type_name()}: no request is waiting for an answer")
         call = self._calls[0]
         correlation = getattr(packet, "correlation_id", None)

@@ -126,6 +126,7 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         self.connection = connection
         replay = self.send_window.replay_after(broker_last_confirmed)
         self.commands_confirmed(broker_last_confirmed)
+        self.calls.replayed(len(replay))
         connection.write_frames(replay)
         self._resume(call_deadline_ms)
         return len(replay)
