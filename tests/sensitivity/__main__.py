@@ -4,9 +4,9 @@ Exit status 0 when every mutant run was killed, 1 when some survived (or were on
 SHOULD), 2 when some could not be judged (a patch that does not apply, a baseline that does not conform, a run
 with KIT_ERROR or INDETERMINATE and no FAIL, a run past its deadline).
 
-python -m tests.sensitivity --explore [--budget 90s] [--seed 1] [--only NAME ...]: judge each mutant by fault
-exploration (cck explore --target reference) in its mutated copy instead of by its cases; the same exit statuses
-(an error: exploration exited 2, 3 or 4, ran past its deadline, or found something on the unmutated tree).
+python -m tests.sensitivity --explore [--budget 90s] [--shrink-budget 2m] [--seed 1] [--only NAME ...]: judge each
+mutant by fault exploration (cck explore --target reference) in its mutated copy instead of by its cases; the same
+exit statuses (an error: exploration exited 2, 3 or 4, ran past its deadline, or found something on the unmutated tree).
 
 python -m tests.sensitivity --regenerate [NAME ...]: write the mutants' patches from their edits (edits.toml)
 applied to a copy of the current tree; runs nothing.  Exit status 2 when an edit no longer matches the tree."""
@@ -56,8 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     # None: not given, so that giving either without --explore is an error rather than silently ignored
     parser.add_argument("--budget", type=parse_budget, metavar="DURATION",
                         help=f"--explore: each exploration's budget: 90s, 10m, 2m30s (default {DEFAULT_BUDGET}); "
-                             f"its deadline is the budget plus {SHRINK_BUDGET_S:.0f} s of shrinking plus "
-                             f"{DEADLINE_MARGIN_S:.0f} s")
+                             f"its deadline is the budget plus the shrink budget plus {DEADLINE_MARGIN_S:.0f} s")
+    parser.add_argument("--shrink-budget", type=parse_budget, metavar="DURATION",
+                        help=f"--explore: each exploration's shrink budget (default {SHRINK_BUDGET_S:.0f}s): a kill "
+                             "needs a finding confirmed on replay, not a minimal one, so a shorter one measures "
+                             "the set sooner")
     parser.add_argument("--seed", type=parse_seed, metavar="S",
                         help=f"--explore: hypothesis's seed, the same for every run (default {DEFAULT_SEED})")
     return parser
@@ -66,8 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     options = parser.parse_args(argv)
-    if not options.explore and (options.budget is not None or options.seed is not None):
-        parser.error("--budget and --seed are for --explore")
+    if not options.explore and (options.budget is not None or options.seed is not None
+                                or options.shrink_budget is not None):
+        parser.error("--budget, --shrink-budget and --seed are for --explore")
     mutants = load_mutants()
     if options.regenerate is not None:
         return _regenerate(parser, options.regenerate, {m.name for m in mutants})
@@ -79,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     if options.smoke:
         mutants = [m for m in mutants if m.smoke]
     settings = ExploreSettings(options.budget or parse_budget(DEFAULT_BUDGET),
-                               DEFAULT_SEED if options.seed is None else options.seed)
+                               DEFAULT_SEED if options.seed is None else options.seed,
+                               SHRINK_BUDGET_S if options.shrink_budget is None else options.shrink_budget)
     if options.list:
         try:
             for m in mutants:

@@ -260,8 +260,9 @@ def test_budget_parses_like_explores(text: str, seconds: float) -> None:
     (["--explore", "--budget", "0s"], "must be more than 0 s"),
     (["--explore", "--seed", "-1"], "must be 0 or more"),
     (["--explore", "--seed", "one"], "is not a whole number"),
-    (["--budget", "90s"], "--budget and --seed are for --explore"),
-    (["--seed", "1"], "--budget and --seed are for --explore"),
+    (["--budget", "90s"], "--budget, --shrink-budget and --seed are for --explore"),
+    (["--seed", "1"], "--budget, --shrink-budget and --seed are for --explore"),
+    (["--shrink-budget", "30s"], "--budget, --shrink-budget and --seed are for --explore"),
 ])  # fmt: skip
 def test_bad_options_are_parser_errors(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
