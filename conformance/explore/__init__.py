@@ -22,6 +22,7 @@ from ._diagram import diagram
 from ._explore import (
     ExploreConfig,
     ExploreResult,
+    FreshBroker,
     HistorySpool,
     explore,
     load_example,
@@ -158,6 +159,7 @@ __all__ = [
     "DESCRIPTION",
     "ExploreConfig",
     "ExploreResult",
+    "FreshBroker",
     "HistorySpool",
     "add_arguments",
     "explore",

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import re
 import sys
@@ -17,7 +18,15 @@ from typing import TextIO
 
 from cck.conformance.targets import TargetError, Topology, make_target
 
-from ._explore import ExploreConfig, explore, load_example, replay_command, replay_until_found, write_outcome
+from ._explore import (
+    ExploreConfig,
+    FreshBroker,
+    explore,
+    load_example,
+    replay_command,
+    replay_until_found,
+    write_outcome,
+)
 from ._model import Example, ExampleError
 from ._regression import regression_file_name
 from ._restart import restart_share, restarter_of
@@ -96,7 +105,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="at most N examples (default 1000)")
     parser.add_argument("--tries", type=_positive, default=3, metavar="N",
                         help="runs of one example while shrinking (and of the --replay example) before it counts "
-                             "as clean: an intermittent bug fails only some runs of the same example (default 3)")
+                             "as clean: an intermittent bug fails only some runs of the same example; where the kit "
+                             "runs the broker, every second run restarts it first (default 3)")
     parser.add_argument("--confirm-tries", type=_positive, default=20, metavar="N",
                         help="runs of the example that failed, before shrinking it, and replays of the minimal "
                              "example to confirm it, each stopping at the first that fails; the replay command "
@@ -174,12 +184,13 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
                     return asyncio.run(run_security(secured, candidate, protocol_version=version))
                 return asyncio.run(run_example(url, candidate, protocol_version=version, restarter=restarter))
 
+            restart = None if restarter is None else functools.partial(restarter, False)
             if example is not None:
                 if isinstance(example, Example) and example.schedule.restarts and restarter is None:
                     print(f"error: the example restarts the broker, which the {options.target} target cannot do",
                           file=err)
                     return 2
-                return _replay(run, example, config, out)
+                return _replay(run, example, config, out, FreshBroker(restart, out))
             if restarter is not None:
                 # how often examples restart the broker follows how long a restart takes (measured once, here)
                 began = time.monotonic()
@@ -194,7 +205,7 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
                       "it", file=err, flush=True)
             print(f"exploring {options.target} {target.version} at {url}: seed {config.seed}, budget "
                   f"{config.budget_s:g} s, at most {config.max_examples} examples", file=err, flush=True)
-            result = explore(run, config, out)
+            result = explore(run, config, out, restart=restart)
     print(f"{result.runs} run(s): " + ", ".join(f"{n} {kind}" for kind, n in sorted(result.kinds.items())), file=out)
     print(f"most exposed: {result.most_exposed.describe()}", file=out)
     if result.failing is None:
@@ -214,9 +225,10 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
     return result.exit_status
 
 
-def _replay(run: Callable[[AnyExample], Outcome], example: AnyExample, config: ExploreConfig, out: TextIO) -> int:
+def _replay(run: Callable[[AnyExample], Outcome], example: AnyExample, config: ExploreConfig, out: TextIO,
+            fresh: FreshBroker) -> int:
     print(f"replaying: {example.describe()}", file=out)
-    outcome = replay_until_found(run, example, config.tries, out)
+    outcome = replay_until_found(run, example, config.tries, out, fresh)
     for note in outcome.judgement.notes if outcome.judgement is not None else ():
         print(f"  note: {note}", file=out)
     if config.evidence_dir is not None:

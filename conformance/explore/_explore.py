@@ -12,6 +12,7 @@ target, so hypothesis's optimiser spends part of the examples on mutating the mo
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import shlex
 import shutil
@@ -40,10 +41,47 @@ from ._runner import Outcome
 from ._security_model import AnyExample, SecurityExample, example_from_dict
 from ._security_strategies import family_examples
 
-__all__ = ["ExploreConfig", "ExploreResult", "HistorySpool", "explore", "load_example", "records_of",
+__all__ = ["ExploreConfig", "ExploreResult", "FreshBroker", "HistorySpool", "explore", "load_example", "records_of",
            "replay_command", "replay_until_found", "write_evidence", "write_outcome"]
 
 Runner = Callable[[AnyExample], Outcome]
+
+
+class FreshBroker:
+    """Restarts the target's broker before every second try of one example (the 2nd, 4th, ...), so that the tries
+    of an example being shrunk, confirmed or replayed alternate between the broker as it is and one just started.
+
+    Why: a race can depend on how warm the broker is.  Artemis's reattach duplication fails about one run in
+    three on a JVM just started and one in thirty or fewer once it is warm (docs/exploration.md, "Measured"), so
+    an example found early in an exploration would not fail again later on the same broker.  Only reliability
+    examples restart it (a security example runs against the secured brokers); without ``restart`` (the target
+    cannot restart its broker) nothing happens.  A restart that fails is reported once, and the tries go on
+    without restarts: the runs after it say what state the broker is in."""
+
+    def __init__(self, restart: Callable[[], None] | None, out: TextIO,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._restart = restart
+        self._out = out
+        self._clock = clock
+
+    def before(self, attempt: int, example: AnyExample) -> None:
+        """Called before the ``attempt``-th try (from 1) of ``example``."""
+        if self._restart is None or attempt % 2 or isinstance(example, SecurityExample):
+            return
+        began = self._clock()
+        try:
+            self._restart()
+        except Exception as exc:  # noqa: BLE001 - any failure of the target's restart ends the restarts alike
+            print(f"      the broker did not restart before try {attempt} ({exc}); the tries go on without "
+                  "restarts", file=self._out, flush=True)
+            self._restart = None
+            return
+        print(f"      broker restarted before try {attempt} ({self._clock() - began:.1f} s)", file=self._out,
+              flush=True)
+
+
+#: What a loop without a restartable target uses.
+NO_RESTARTS = FreshBroker(None, io.StringIO())
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,15 +212,17 @@ def _line(index: int, now: float, phase: str, outcome: Outcome) -> str:
 
 
 def explore(run: Runner, config: ExploreConfig, out: TextIO, *,
-            clock: Callable[[], float] = time.monotonic) -> ExploreResult:
-    """Explore until the budget or ``max_examples`` is spent or a finding is shrunk; print a line per example."""
+            clock: Callable[[], float] = time.monotonic, restart: Callable[[], None] | None = None) -> ExploreResult:
+    """Explore until the budget or ``max_examples`` is spent or a finding is shrunk; print a line per example.
+    With ``restart`` (it restarts the target's broker), every second try of an example while shrinking and
+    confirming runs against a broker just restarted (:class:`FreshBroker`)."""
     with contextlib.ExitStack() as stack:
         spool = stack.enter_context(HistorySpool()) if config.evidence_dir is not None else None
-        return _explore(run, config, out, clock, spool)
+        return _explore(run, config, out, clock, spool, FreshBroker(restart, out, clock))
 
 
 def _explore(run: Runner, config: ExploreConfig, out: TextIO, clock: Callable[[], float],
-             spool: HistorySpool | None) -> ExploreResult:
+             spool: HistorySpool | None, fresh: FreshBroker) -> ExploreResult:
     began = clock()
     generate_until = began + config.budget_s
     state = _State()
@@ -223,9 +263,10 @@ def _explore(run: Runner, config: ExploreConfig, out: TextIO, clock: Callable[[]
         if clock() >= until:
             raise _BudgetSpent
         outcome = once(example, "shrink" if shrinking else "explore")
-        for _ in range(1, _tries(config, state, example)):
+        for attempt in range(2, _tries(config, state, example) + 1):
             if outcome.kind == "finding" or clock() >= until:
                 break
+            fresh.before(attempt, example)
             outcome = once(example, "retry")
         if outcome.kind == "finding":
             if state.failing is None:
@@ -240,7 +281,7 @@ def _explore(run: Runner, config: ExploreConfig, out: TextIO, clock: Callable[[]
         prop()
     confirmation: Outcome | None = None
     if state.failing is not None:
-        state.failing, confirmation = _confirm(state.failures, config.confirm_tries, once, out)
+        state.failing, confirmation = _confirm(state.failures, config.confirm_tries, once, out, fresh)
     result = ExploreResult(state.runs, dict(state.kinds), state.failing, confirmation, tuple(state.kit_errors),
                            most_exposed=state.most_exposed)
     if config.evidence_dir is not None:
@@ -283,7 +324,7 @@ CONFIRM_CANDIDATES = 5
 
 
 def _confirm(failures: Sequence[Outcome], tries: int, once: Callable[[AnyExample, str], Outcome],
-             out: TextIO) -> tuple[Outcome, Outcome]:
+             out: TextIO, fresh: FreshBroker = NO_RESTARTS) -> tuple[Outcome, Outcome]:
     """The smallest failing example that fails again within ``tries`` replays, and that replay; if none of the
     smallest :data:`CONFIRM_CANDIDATES` does, the smallest and its last replay.  Shrinking an intermittent bug can
     end at an example that fails only rarely (one message in flight instead of many); a larger example found on
@@ -299,6 +340,7 @@ def _confirm(failures: Sequence[Outcome], tries: int, once: Callable[[AnyExample
         which = "minimal example" if rank == 0 else f"next smallest failing example ({rank + 1})"
         print(f"{which}: {faults} fault(s), {operations} operation(s): {failing.example.describe()}", file=out)
         for replay in range(1, tries + 1):
+            fresh.before(replay, failing.example)
             last = once(failing.example, "confirm")
             if last.kind == "finding":
                 print(f"confirmed: it fails again (replay {replay} of at most {tries})", file=out, flush=True)
@@ -309,9 +351,12 @@ def _confirm(failures: Sequence[Outcome], tries: int, once: Callable[[AnyExample
     return smallest, last
 
 
-def replay_until_found(run: Runner, example: AnyExample, tries: int, out: TextIO) -> Outcome:
-    """Run ``example`` up to ``tries`` times, stopping at the first run that is not clean; that run, or the last."""
+def replay_until_found(run: Runner, example: AnyExample, tries: int, out: TextIO,
+                       fresh: FreshBroker = NO_RESTARTS) -> Outcome:
+    """Run ``example`` up to ``tries`` times, stopping at the first run that is not clean; that run, or the last
+    (every second try against a broker just restarted, when ``fresh`` can restart it)."""
     for attempt in range(1, tries + 1):
+        fresh.before(attempt, example)
         outcome = run(example)
         print(f"run {attempt} of at most {tries}: {outcome.describe()}", file=out, flush=True)
         if outcome.kind != "clean":

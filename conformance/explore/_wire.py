@@ -21,8 +21,9 @@ dropped. A span is one session channel on one connection whose numbering is know
 later one from 0 after a recreate (CREATESESSION with that channel), or from the broker's last received command
 after a reattach (REATTACH_SESSION_RESP): the client replays after that answer, so the broker's indexes continue
 from it. A command the broker refused (EXCEPTION) is left out of the numbering (``window.exception-not-counted``,
-from protocol 130): the workload's only refused request is a CREATE_QUEUE of a queue that exists, which the client
-awaits, so it is the last command written before the EXCEPTION; a span with any other EXCEPTION is not judged.
+from protocol 130): the workload's only refused request is a CREATE_QUEUE of a queue that exists, and the broker
+answers a channel's commands in order, so each EXCEPTION saying so answers the oldest CREATE_QUEUE not yet answered
+(after a reattach the client replays refused ones back to back); a span with any other EXCEPTION is not judged.
 ``window.zero``: with window 0 no session may be reattached (Artemis 2.44.0 sometimes is: deviation window.mode.6).
 The byte rule is judged on connection 1 only (what the broker's byte count is after a reattach is not on the wire),
 and only on confirmations that came: a confirmation still owed when a cut ended the connection is no finding; a
@@ -40,7 +41,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cck.codec import PacketsConfirmedMessage, ReattachSessionMessage, ReattachSessionResponseMessage
+from cck.codec import (
+    ExceptionType,
+    PacketsConfirmedMessage,
+    ReattachSessionMessage,
+    ReattachSessionResponseMessage,
+)
 from cck.conformance.faults import RAW, WireRecord
 
 from ._judge import Judgement
@@ -133,16 +139,25 @@ class _Log:
         return out
 
     def refused(self, conn: int, channel: int) -> list[WireRecord | None]:
-        """The commands the broker refused on ``channel``, one per EXCEPTION: the last command written before the
-        EXCEPTION came when that is a CREATE_QUEUE (the workload's only refused request, which the client awaits
-        before it writes another command on the channel), else ``None`` (not known which)."""
+        """The commands the broker refused on ``channel``, one per EXCEPTION: for an EXCEPTION saying the queue
+        exists (the workload's only refused request is a CREATE_QUEUE of a queue that exists), the oldest
+        CREATE_QUEUE written before it and not yet matched to another (the broker answers a channel's commands in
+        order; a reattach replays refused ones back to back, so the last command before the EXCEPTION is not
+        always the one it answers); for any other EXCEPTION, or one with no such command, ``None`` (not known
+        which)."""
         out: list[WireRecord | None] = []
-        commands = self.counted(conn, "c2s", channel)
+        creates = [r for r in self.counted(conn, "c2s", channel) if r.type_name.startswith("CREATE_QUEUE")]
+        matched: set[int] = set()
         for answer in self.frames(conn, "s2c"):
             if answer.channel != channel or "EXCEPTION" not in answer.type_name:
                 continue
-            before = [r for r in commands if r.seen_ns <= answer.seen_ns]
-            out.append(before[-1] if before and before[-1].type_name.startswith("CREATE_QUEUE") else None)
+            code = getattr(answer.packet, "code", ExceptionType.QUEUE_EXISTS)  # no packet: a test's record
+            waiting = [r for r in creates if r.seen_ns <= answer.seen_ns and r.seq not in matched]
+            if code != ExceptionType.QUEUE_EXISTS or not waiting:
+                out.append(None)
+                continue
+            matched.add(waiting[0].seq)
+            out.append(waiting[0])
         return out
 
 

@@ -17,6 +17,7 @@ from cck.conformance.explore import (
     Example,
     ExploreConfig,
     FaultSchedule,
+    FreshBroker,
     HistorySpool,
     Outcome,
     Send,
@@ -310,3 +311,54 @@ def test_a_rare_race_is_still_shrunk_because_the_example_that_failed_is_replayed
                     io.StringIO())
     assert fewer.failing is not None
     assert fewer.failing.example.workload.operations != (shrunk,)  # replayed like any candidate: not shrunk
+
+
+def test_a_race_seen_only_on_a_broker_just_started_is_confirmed_by_restarting_before_every_second_try() -> None:
+    # as Artemis's reattach duplication: the bug shows on the first runs after the broker starts, not once warm
+    restarts: list[int] = []
+    since_start = [0]
+
+    def restart() -> None:
+        restarts.append(len(restarts) + 1)
+        since_start[0] = 0
+
+    def cold_only(example: Example) -> Outcome:
+        since_start[0] += 1
+        return _bug(example) if since_start[0] == 1 else _clean(example)
+
+    since_start[0] = 5  # the broker has run a while when the example is found
+    failures = [_bug(Example(Workload(ClientConfig(), (Send(0, 2),)), FaultSchedule((CutAfterCommands(0, "c2s"),))))]
+    out = io.StringIO()
+    failing, confirmation = _confirm(failures, 4, lambda example, phase: cold_only(example), out,
+                                     FreshBroker(restart, out))
+    assert failing is failures[0]
+    assert confirmation.kind == "finding"
+    assert restarts == [1]  # try 1 as the broker was (clean), try 2 on a broker just restarted (fails)
+    assert "broker restarted before try 2" in out.getvalue()
+    assert "confirmed: it fails again (replay 2 of at most 4)" in out.getvalue()
+    # without a restartable target the same replays never fail again
+    since_start[0] = 5
+    _failing, unconfirmed = _confirm(failures, 4, lambda example, phase: cold_only(example), io.StringIO())
+    assert unconfirmed.kind == "clean"
+
+
+def test_a_replay_restarts_before_every_second_try_and_a_failed_restart_stops_the_restarts() -> None:
+    calls: list[str] = []
+
+    def failing_restart() -> None:
+        calls.append("restart")
+        raise RuntimeError("the JVM did not come back")
+
+    def clean(example: Example) -> Outcome:
+        calls.append("run")
+        return _clean(example)
+
+    example = Example(Workload(ClientConfig(), (Send(0, 1),)), FaultSchedule((CutAfterCommands(0, "c2s"),)))
+    out = io.StringIO()
+    assert replay_until_found(clean, example, 5, out, FreshBroker(failing_restart, out)).kind == "clean"
+    assert calls == ["run", "restart", "run", "run", "run", "run"]  # one restart tried, then none
+    assert "did not restart before try 2 (the JVM did not come back)" in out.getvalue()
+    calls.clear()
+    assert replay_until_found(clean, example, 3, io.StringIO(), FreshBroker(lambda: calls.append("restart"),
+                                                                            io.StringIO())).kind == "clean"
+    assert calls == ["run", "restart", "run", "run"]

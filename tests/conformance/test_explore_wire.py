@@ -284,6 +284,36 @@ def test_a_refused_command_counted_shows_as_a_confirmation_of_a_command_never_se
     assert _with_refusal((1, 3, 5)).judge(refusals_counted=True).findings == ()
 
 
+def _refused_then_replayed(close_confirmed: int) -> Wire:
+    """A CREATE_QUEUE refused and another cut on connection 1; on connection 2 the client replays both back to back
+    after the reattach (the broker counted neither), both refused, then a send and the close."""
+    wire = Wire()
+    wire.add("c2s", "CREATESESSION", t=0, channel=1, packet=CreateSessionMessage("s", CH, 130, None, None))
+    wire.command(t=0.0)  # the broker's command 0
+    wire.command("CREATE_QUEUE_V2", t=0.1)
+    wire.add("s2c", "EXCEPTION", t=0.15)
+    wire.command("CREATE_QUEUE_V2", t=0.2, action="cut")
+    wire.add("c2s", "REATTACH_SESSION", t=1.0, channel=1, conn=2, packet=ReattachSessionMessage("s", -1))
+    wire.add("s2c", "REATTACH_SESSION_RESP", t=1.1, channel=1, conn=2, packet=ReattachSessionResponseMessage(0, True))
+    wire.command("CREATE_QUEUE_V2", t=1.2, conn=2)
+    wire.command("CREATE_QUEUE_V2", t=1.21, conn=2)
+    wire.add("s2c", "EXCEPTION", t=1.25, conn=2)
+    wire.add("s2c", "EXCEPTION", t=1.26, conn=2)
+    wire.command(t=1.3, conn=2)  # the broker's command 1
+    wire.command("SESS_CLOSE", t=1.4, conn=2)  # and 2
+    wire.confirm(close_confirmed, t=1.45, conn=2)
+    wire.add("s2c", "NULL_RESPONSE", t=1.5, conn=2)
+    return wire
+
+
+def test_refused_commands_replayed_back_to_back_are_each_left_out_of_the_count() -> None:
+    # each EXCEPTION answers the oldest CREATE_QUEUE not yet answered: taking the last command before it for both
+    # would leave one replayed refusal in the count and expect the close to be command 3
+    assert _refused_then_replayed(2).judge().findings == ()
+    judgement = _refused_then_replayed(1).judge()
+    assert _finding(judgement, "SESS_CLOSE (command 2"), judgement
+
+
 def test_an_exception_not_known_to_answer_a_create_queue_skips_the_channel() -> None:
     wire = Wire()
     wire.command(t=0.0, size=52)
