@@ -336,7 +336,8 @@ IDLE_MS = 4_000
 
 @dataclass(frozen=True, slots=True)
 class Idle:
-    """Do nothing for :data:`IDLE_MS` with the connection up (the client keeps pinging)."""
+    """Do nothing with the connection up (the client keeps pinging) until the periodic flushes have confirmed
+    everything both ends counted, for at most :data:`IDLE_MS` (the runner's ``_Workload.idle``)."""
 
     kind: Literal["idle"] = field(default="idle", init=False)
 

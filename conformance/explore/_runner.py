@@ -205,6 +205,19 @@ def dropped_sends(records: Iterable[WireRecord]) -> frozenset[str]:
     return frozenset(dropped - reached)
 
 
+#: How often an idle spell looks whether the periodic flushes are done (a fraction of the 2 s ttl check).
+IDLE_POLL_S = 0.05
+
+
+def _flushed(session: Session, pings: bool) -> bool:
+    """Nothing of ``session`` is left for a periodic flush: the broker confirmed every command it was sent, and
+    (``pings``: the client pings within an idle spell) the client confirmed every broker packet it counted."""
+    core = session.core
+    if core.closed:
+        return True
+    return not core.send_window.cache and (not pings or core.receive_window.received_bytes == 0)
+
+
 def _is_fence(delivery: Delivery, token: str) -> bool:
     value = delivery.message.properties.get(_FENCE)
     return (value.decode() if isinstance(value, bytes) else value) == token
@@ -245,6 +258,23 @@ class _Workload:
         self._keys = 0
         #: The XA session's operations, when the workload has any.
         self.xa: XaSide | None = None
+
+    async def idle(self) -> None:
+        """Up to :data:`IDLE_MS` with the connection up, so that the periodic flushes have to confirm partly filled
+        windows: the broker's ttl check (every command of the workload's sessions confirmed) and, when the client
+        pings within that time, the client's flush with its PING (every broker packet it counted confirmed).  It
+        ends as soon as both are done (the wait is for them, not for a time); a flush that never comes keeps the
+        connection up for the whole spell, which is what the wire rules judge."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + IDLE_MS / 1000
+        pings = self.connection.settings.client_failure_check_period_ms < IDLE_MS
+        sessions = [side.session for side in (self.plain, self.tx) if side is not None]
+        sessions += [self.xa.session] if self.xa is not None else []
+        while not all(_flushed(s, pings) for s in sessions):
+            left = end - loop.time()
+            if left <= 0:
+                return
+            await asyncio.sleep(min(IDLE_POLL_S, left))
 
     def record_sent(self, key: str, queue: int, durable: bool) -> None:
         """Note a message whose send was invoked (the restart rules judge by them)."""
@@ -295,7 +325,7 @@ class _Workload:
         elif isinstance(op, Rollback):
             await self.end_transaction(commit=False)
         elif isinstance(op, Idle):
-            await asyncio.sleep(IDLE_MS / 1000)  # the broker's periodic check must confirm a partial window
+            await self.idle()
         elif isinstance(op, CreateExistingQueue):
             # refused (BrokerRefused, a ClientError the caller records nothing for): the queue exists
             name = self.queue(op.queue)

@@ -29,9 +29,11 @@ from cck.conformance.explore import (
     render_text,
     run_example,
 )
+from cck.conformance.explore._model import IDLE_MS, Idle
 from cck.conformance.faults import CutAfter
 from cck.reference._server import BrokerServer
 from cck.reference.broker import BrokerCore, BrokerSettings
+from cck.reference.broker._outbox import Outbox
 
 DEADLINE_S = 20.0
 
@@ -83,6 +85,37 @@ def test_a_tiny_example_runs_reattaches_and_is_clean() -> None:
     ended = next(i for i, r in enumerate(rows) if i > cut and r.kind == "end")
     assert rows[ended].text.startswith(f"TCP connection {cut_conn} reset by the proxy: cut by CutAfter(")
     assert ("boundary", "forwarded") in kinds[ended:]  # drawn at the cut, before the client reconnected
+
+
+def _idle_s(outcome: Outcome) -> float:
+    starts = [e["ts_ns"] for e in outcome.timeline if e["event"] in ("operation", "phase")]
+    idle_at = next(e["ts_ns"] for e in outcome.timeline if e["event"] == "operation" and e["text"].startswith("idle"))
+    return (min(t for t in starts if t > idle_at) - idle_at) / 1e9
+
+
+@pytest.mark.parametrize("ttl_ms", [2_000, 60_000])
+def test_an_idle_spell_ends_once_the_periodic_flushes_have_confirmed_everything(ttl_ms: int) -> None:
+    # the broker's 2 s ttl check confirms the partly filled window (and with ttl 2 s the client's PING every
+    # 0.5 s confirms the broker's packets): the spell ends there, not after the whole IDLE_MS
+    example = Example(Workload(ClientConfig(window=64 * 1024, connection_ttl_ms=ttl_ms), (Send(0, 2), Idle(), Send(1))),
+                      FaultSchedule())
+    outcome = _on_broker(lambda url: run_example(url, example))
+    assert outcome.kind == "clean", outcome.reason or outcome.describe()
+    idle_s = _idle_s(outcome)
+    assert idle_s < IDLE_MS / 1000 - 0.5, idle_s
+    confirms = [r for r in outcome.wire if r["type"] == "PACKETS_CONFIRMED" and r["direction"] == "s2c"]
+    assert confirms, "the broker's periodic flush ended the spell"
+
+
+def test_an_idle_spell_without_the_brokers_flush_lasts_its_whole_length(monkeypatch: pytest.MonkeyPatch) -> None:
+    # no periodic flush (nor the close's: the finding may name either)
+    monkeypatch.setattr(Outbox, "flush_confirmations", lambda self, session: None)
+    example = Example(Workload(ClientConfig(window=64 * 1024, connection_ttl_ms=60_000), (Send(0, 2), Idle(), Send(1))),
+                      FaultSchedule())
+    outcome = _on_broker(lambda url: run_example(url, example))
+    assert _idle_s(outcome) >= IDLE_MS / 1000
+    assert outcome.kind == "finding"
+    assert any("window.flush" in f for f in outcome.judgement.findings)  # type: ignore[union-attr]
 
 
 def test_an_exception_in_the_kit_is_a_kit_error(monkeypatch: pytest.MonkeyPatch) -> None:
