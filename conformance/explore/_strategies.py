@@ -58,7 +58,7 @@ from ._model import (
 from ._restart import RESTART_ONE_IN
 
 __all__ = ["client_configs", "examples", "fault_schedules", "faults", "operations", "reconnections", "settled_cuts",
-           "tx_rounds", "workloads"]
+           "tx_rounds", "window_fills", "workloads"]
 
 _queues = st.integers(0, len(QUEUES) - 1)
 _directions: st.SearchStrategy[Direction] = st.sampled_from(("c2s", "s2c"))
@@ -205,8 +205,9 @@ def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3, rest
              restart_one_in: int = RESTART_ONE_IN) -> Example:
     """A workload, then a schedule whose faults are installed before one of its operations.  Then, each drawn after
     what comes before it (so that shrinking it to its first choice leaves the example as drawn before it): the
-    client's reconnection schedule and initial refusals; in one draw in three, a shape the transaction and failure
-    rules judge (:func:`tx_rounds`, :func:`settled_cuts`), where the bounds leave room; and with ``restart`` (the
+    client's reconnection schedule and initial refusals; in three draws in seven, a shape the transaction, failure
+    and window rules judge (:func:`tx_rounds`, :func:`settled_cuts`, :func:`window_fills`), where the bounds leave
+    room; and with ``restart`` (the
     target can restart its broker) non-durable queues and, in one example of ``restart_one_in``, a restart."""
     workload = draw(workloads(max_operations, reconnection=False))
     schedule = draw(fault_schedules(max_faults, max_at=len(workload.operations) - 1, refuse_initial=False))
@@ -222,8 +223,14 @@ def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3, rest
         # refused reconnect attempts from the start: the waits between them are what the schedule is judged by
         schedule = dataclasses.replace(schedule, faults=(RefuseConnects(draw(st.integers(1, 3))), *schedule.faults))
     example = Example(dataclasses.replace(workload, config=config), schedule)
-    shape = draw(st.integers(0, 5))
-    if shape >= 4 and max_operations >= 4:
+    shape = draw(st.integers(0, 6))
+    if shape == 6 and max_operations >= 2:
+        kept = example.workload.operations[:max_operations - 1]
+        example = draw(window_fills(Example(dataclasses.replace(example.workload, operations=kept),
+                                            dataclasses.replace(schedule, faults=tuple(
+                                                dataclasses.replace(f, at=min(f.at, len(kept) - 1))
+                                                for f in schedule.faults)))))
+    elif shape >= 4 and max_operations >= 4:
         # room for the shape: the first operations and faults kept (a fault past the kept operations installed
         # before the last of them)
         kept = example.workload.operations[:max_operations - 3]
@@ -243,6 +250,22 @@ def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3, rest
         kept_faults = draw(st.integers(0, min(len(schedule.faults), max_faults)))
         schedule = dataclasses.replace(schedule, faults=(*schedule.faults[:kept_faults], restarts))
     return Example(dataclasses.replace(workload, volatile=volatile), schedule)
+
+
+@st.composite
+def window_fills(draw: st.DrawFn, example: Example) -> Example:
+    """``example`` with the smallest window, a batch of blocking sends put first (each answered before the next, so
+    the whole batch has passed the proxy when the faults are installed) and every fault installed after it, and no
+    initial refusals: the shape in which the byte rule (``window.confirm-bytes``, judged on the first
+    connection only) sees the broker's window fill several times (a free draw seldom has a small window and a long
+    batch before its first fault: about one workload in twenty)."""
+    batch = Send(draw(_queues), draw(st.integers(MAX_BATCH // 2, MAX_BATCH)), durable=False, blocking=True)
+    workload, schedule = example.workload, example.schedule
+    smallest = min(w for w in WINDOWS if w > 0)
+    return Example(dataclasses.replace(workload, config=dataclasses.replace(workload.config, window=smallest),
+                                       operations=(batch, *workload.operations)),
+                   dataclasses.replace(schedule, faults=tuple(dataclasses.replace(f, at=f.at + 1)
+                                                              for f in schedule.faults), refuse_initial=0))
 
 
 @st.composite

@@ -169,3 +169,49 @@ def test_a_broker_that_does_not_replay_its_answer_after_a_reattach_is_found(monk
     # the same example against the broker as it is: answered, clean
     monkeypatch.undo()
     assert _on_broker(lambda url: run_example(url, example, limits=Limits(call_timeout_ms=1_000))).kind == "clean"
+
+
+def _window_fill() -> Example:
+    return Example(Workload(ClientConfig(window=1024, connection_ttl_ms=60_000),
+                            (Send(0, 30, durable=False, blocking=True), Receive(0, 1))),
+                   FaultSchedule((CutAfterCommands(2, at=1),)))
+
+
+def test_a_window_filled_on_the_first_connection_is_judged_by_full_frame_sizes(monkeypatch: pytest.MonkeyPatch
+                                                                             ) -> None:
+    # the shape window_fills draws: the reference broker counts full frames (clean); one that leaves out each
+    # frame's 4-byte length prefix confirms later than the window says (the byte rule's finding)
+    outcome = _on_broker(lambda url: run_example(url, _window_fill()))
+    assert outcome.kind == "clean", outcome.reason or outcome.describe()
+    confirms = [r for r in outcome.wire if r["type"] == "PACKETS_CONFIRMED" and r["direction"] == "s2c"
+                and r["conn"] == 1]
+    assert len(confirms) >= 2  # the window filled several times on connection 1
+    counted = Outbox.confirm
+    monkeypatch.setattr(Outbox, "confirm", lambda self, session, size: counted(self, session, size - 4))
+    late = _on_broker(lambda url: run_example(url, _window_fill()))
+    assert late.kind == "finding"
+    assert any(f.startswith("window.confirm-bytes") for f in late.judgement.findings)  # type: ignore[union-attr]
+
+
+def test_the_window_fill_shape_puts_a_long_batch_first_on_the_smallest_window() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from cck.conformance.explore._strategies import window_fills
+
+    base = Example(Workload(ClientConfig(window=-1), (Receive(1, 1),)),
+                   FaultSchedule((CutAfterCommands(0, at=0),), refuse_initial=2))
+
+    @settings(max_examples=20, database=None)
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        shaped = data.draw(window_fills(base))
+        first = shaped.workload.operations[0]
+        assert shaped.workload.config.window == 1024
+        assert isinstance(first, Send)
+        assert (first.count >= 20, first.blocking, first.durable) == (True, True, False)
+        assert shaped.workload.operations[1:] == base.workload.operations
+        assert [f.at for f in shaped.schedule.faults] == [1]
+        assert shaped.schedule.refuse_initial == 0
+
+    check()
