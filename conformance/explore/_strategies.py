@@ -58,7 +58,7 @@ from ._model import (
 from ._restart import RESTART_ONE_IN
 
 __all__ = ["client_configs", "examples", "fault_schedules", "faults", "operations", "reconnections", "settled_cuts",
-           "tx_rounds", "window_fills", "workloads"]
+           "backoffs", "gave_up", "tx_rounds", "window_fills", "workloads"]
 
 _queues = st.integers(0, len(QUEUES) - 1)
 _directions: st.SearchStrategy[Direction] = st.sampled_from(("c2s", "s2c"))
@@ -205,9 +205,8 @@ def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3, rest
              restart_one_in: int = RESTART_ONE_IN) -> Example:
     """A workload, then a schedule whose faults are installed before one of its operations.  Then, each drawn after
     what comes before it (so that shrinking it to its first choice leaves the example as drawn before it): the
-    client's reconnection schedule and initial refusals; in three draws in seven, a shape the transaction, failure
-    and window rules judge (:func:`tx_rounds`, :func:`settled_cuts`, :func:`window_fills`), where the bounds leave
-    room; and with ``restart`` (the
+    client's reconnection schedule and initial refusals; in one draw in two, a shape the transaction, failure,
+    window, give-up and backoff rules judge (:data:`_SHAPES`), where the bounds leave room; and with ``restart`` (the
     target can restart its broker) non-durable queues and, in one example of ``restart_one_in``, a restart."""
     workload = draw(workloads(max_operations, reconnection=False))
     schedule = draw(fault_schedules(max_faults, max_at=len(workload.operations) - 1, refuse_initial=False))
@@ -223,22 +222,17 @@ def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3, rest
         # refused reconnect attempts from the start: the waits between them are what the schedule is judged by
         schedule = dataclasses.replace(schedule, faults=(RefuseConnects(draw(st.integers(1, 3))), *schedule.faults))
     example = Example(dataclasses.replace(workload, config=config), schedule)
-    shape = draw(st.integers(0, 6))
-    if shape == 6 and max_operations >= 2:
-        kept = example.workload.operations[:max_operations - 1]
-        example = draw(window_fills(Example(dataclasses.replace(example.workload, operations=kept),
-                                            dataclasses.replace(schedule, faults=tuple(
-                                                dataclasses.replace(f, at=min(f.at, len(kept) - 1))
-                                                for f in schedule.faults)))))
-    elif shape >= 4 and max_operations >= 4:
-        # room for the shape: the first operations and faults kept (a fault past the kept operations installed
-        # before the last of them)
-        kept = example.workload.operations[:max_operations - 3]
-        faults_ = tuple(dataclasses.replace(f, at=min(f.at, len(kept) - 1))
-                        for f in schedule.faults)[:max_faults - 1 if shape == 5 else max_faults]
-        base = Example(dataclasses.replace(example.workload, operations=kept),
-                       dataclasses.replace(schedule, faults=faults_))
-        example = draw(tx_rounds(base) if shape == 4 else settled_cuts(base))
+    shape = draw(st.integers(0, 2 * len(_SHAPES) - 1))
+    if shape >= len(_SHAPES):  # the draws below len(_SHAPES) add none (where shrinking goes)
+        add, operations_, faults_ = _SHAPES[shape - len(_SHAPES)]
+        if max_operations > operations_ and max_faults >= faults_:
+            # room for the shape: the first operations and faults kept (a fault past the kept operations installed
+            # before the last of them)
+            kept = example.workload.operations[:max_operations - operations_]
+            room = tuple(dataclasses.replace(f, at=min(f.at, len(kept) - 1))
+                         for f in schedule.faults)[:max_faults - faults_]
+            example = draw(add(Example(dataclasses.replace(example.workload, operations=kept),
+                                       dataclasses.replace(schedule, faults=room))))
     if not restart:
         return example
     workload, schedule = example.workload, example.schedule
@@ -285,3 +279,50 @@ def settled_cuts(draw: st.DrawFn, example: Example) -> Example:
     return Example(dataclasses.replace(workload, config=dataclasses.replace(workload.config, window=-1),
                                        operations=operations_),
                    dataclasses.replace(example.schedule, faults=(*example.schedule.faults, cut), refuse_initial=0))
+
+
+@st.composite
+def gave_up(draw: st.DrawFn, example: Example) -> Example:
+    """``example`` with a finite number of reconnect attempts, then a blocking send cut on its way to the broker with
+    every reconnect attempt refused: the client gives up with the send's call waiting, the shape in which the
+    client's ``restart.gave-up`` rule judges that the call fails at once (a free draw needs a finite count, enough
+    refusals and a call in flight at the cut together, which it seldom has)."""
+    attempts = draw(st.sampled_from(tuple(a for a in RECONNECT_ATTEMPTS if a > 0)))
+    workload = example.workload
+    operations_ = (*workload.operations, Send(draw(_queues), 1, durable=True, blocking=True))
+    last = len(operations_) - 1
+    faults_ = (*example.schedule.faults, RefuseConnects(attempts, at=last), CutAfterCommands(0, "c2s", at=last))
+    return Example(dataclasses.replace(workload, config=dataclasses.replace(workload.config,
+                                                                            reconnect_attempts=attempts),
+                                       operations=operations_),
+                   dataclasses.replace(example.schedule, faults=faults_))
+
+
+@st.composite
+def backoffs(draw: st.DrawFn, example: Example) -> Example:
+    """``example`` reconnecting forever with a growing wait (a multiplier above 1, the largest cap), then a blocking
+    send cut on its way to the broker with the next three reconnect attempts refused: the waits between the four
+    attempts are what the client's ``backoff.*`` rules judge, each longer than the last (a free draw needs a
+    multiplier, a cap above the multiplied wait and two refusals in a row together, which it seldom has)."""
+    workload = example.workload
+    config = dataclasses.replace(workload.config, reconnect_attempts=-1,
+                                 retry_interval_ms=draw(st.sampled_from(RETRY_INTERVALS_MS)),
+                                 retry_interval_multiplier=draw(st.sampled_from(
+                                     tuple(m for m in RETRY_INTERVAL_MULTIPLIERS if m > 1))),
+                                 max_retry_interval_ms=max(MAX_RETRY_INTERVALS_MS))
+    operations_ = (*workload.operations, Send(draw(_queues), 1, durable=False, blocking=True))
+    last = len(operations_) - 1
+    faults_ = (*example.schedule.faults, RefuseConnects(3, at=last), CutAfterCommands(0, "c2s", at=last))
+    return Example(dataclasses.replace(workload, config=config, operations=operations_),
+                   dataclasses.replace(example.schedule, faults=faults_))
+
+
+#: The shapes :func:`examples` adds to one example in two, each with the operations and faults it appends (what
+#: must be left room for): drawn by index, so the order is part of what a seed draws.
+_SHAPES: tuple[tuple[Any, int, int], ...] = (
+    (tx_rounds, 3, 0),
+    (settled_cuts, 3, 1),
+    (window_fills, 1, 0),
+    (gave_up, 1, 2),
+    (backoffs, 1, 2),
+)

@@ -215,3 +215,36 @@ def test_the_window_fill_shape_puts_a_long_batch_first_on_the_smallest_window() 
         assert shaped.schedule.refuse_initial == 0
 
     check()
+
+
+def test_a_give_up_with_a_call_waiting_fails_the_call_at_once_and_is_clean() -> None:
+    from hypothesis import find
+
+    from cck.conformance.explore._strategies import gave_up
+
+    base = Example(Workload(ClientConfig(window=64 * 1024, connection_ttl_ms=60_000), (Send(0, 2),)),
+                   FaultSchedule((CutAfterCommands(40),)))
+    shaped = find(gave_up(base), lambda e: e.workload.config.reconnect_attempts == 2)
+    assert shaped.workload.operations[:1] == base.workload.operations
+    assert [f.describe() for f in shaped.schedule.faults[1:]] == ["refuse 2 connect(s) @op1",
+                                                                  "cut after 0 confirmable c2s @op1"]
+    outcome = _on_broker(lambda url: run_example(url, shaped))
+    assert outcome.kind == "clean", outcome.reason or outcome.describe()
+    assert ("gave-up" in [kind for kind, _ in outcome.events]), outcome.events
+
+
+def test_a_backoff_shape_makes_four_attempts_with_growing_waits_and_is_clean() -> None:
+    from hypothesis import find
+
+    from cck.conformance.explore._strategies import backoffs
+
+    base = Example(Workload(ClientConfig(window=64 * 1024, connection_ttl_ms=60_000), (Send(0, 2),)),
+                   FaultSchedule((CutAfterCommands(40),)))
+    shaped = find(backoffs(base), lambda e: (e.workload.config.retry_interval_ms,
+                                             e.workload.config.retry_interval_multiplier) == (100, 2.0))
+    config = shaped.workload.config
+    assert (config.reconnect_attempts, config.max_retry_interval_ms) == (-1, 1_000)
+    outcome = _on_broker(lambda url: run_example(url, shaped))
+    assert outcome.kind == "clean", outcome.reason or outcome.describe()
+    refused = [a for a in outcome.attempts if a["outcome"] != "forwarded"]
+    assert len(refused) == 3
