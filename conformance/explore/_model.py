@@ -44,6 +44,7 @@ __all__ = [
     "Example",
     "ExampleError",
     "IDLE_MS",
+    "MAX_OPERATIONS",
     "Idle",
     "Fault",
     "FaultSchedule",
@@ -64,6 +65,8 @@ __all__ = [
 QUEUES = ("q0", "q1", "q2")
 #: the most messages one send operation sends: enough to keep many durable writes in flight at a cut
 MAX_BATCH = 40
+#: The most operations a workload has (what shrinking and the shapes work within).
+MAX_OPERATIONS = 12
 #: the latest a cut-after-commands fault cuts: past a whole batch and the credit requests between its sends
 MAX_CUT_AFTER = 2 * MAX_BATCH
 #: Confirmation window sizes: -1 (no window: no reattach, the session is recreated), 0 (a confirmation per
@@ -459,8 +462,8 @@ class Workload:
     volatile: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        if not 1 <= len(self.operations) <= 12:
-            raise ExampleError(f"a workload has 1 to 12 operations, got {len(self.operations)}")
+        if not 1 <= len(self.operations) <= MAX_OPERATIONS:
+            raise ExampleError(f"a workload has 1 to {MAX_OPERATIONS} operations, got {len(self.operations)}")
         if sorted(set(self.volatile)) != list(self.volatile) or not all(0 <= q < len(QUEUES) for q in self.volatile):
             raise ExampleError(f"volatile must list distinct queue indices in order, got {self.volatile!r}")
 

@@ -20,6 +20,7 @@ from ._model import (
     INITIAL_CONNECT_ATTEMPTS,
     MAX_BATCH,
     MAX_CUT_AFTER,
+    MAX_OPERATIONS,
     MAX_REFUSE_INITIAL,
     MAX_RETRY_INTERVALS_MS,
     QUEUES,
@@ -58,7 +59,7 @@ from ._model import (
 from ._restart import RESTART_ONE_IN
 
 __all__ = ["client_configs", "examples", "fault_schedules", "faults", "operations", "reconnections", "settled_cuts",
-           "backoffs", "gave_up", "tx_rounds", "window_fills", "workloads"]
+           "backoffs", "gave_up", "tx_rounds", "window_fills", "workloads", "xa_rounds"]
 
 _queues = st.integers(0, len(QUEUES) - 1)
 _directions: st.SearchStrategy[Direction] = st.sampled_from(("c2s", "s2c"))
@@ -243,7 +244,26 @@ def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3, rest
         # the restart is a fault of its own: how many of the proxy's faults stay shrinks to none
         kept_faults = draw(st.integers(0, min(len(schedule.faults), max_faults)))
         schedule = dataclasses.replace(schedule, faults=(*schedule.faults[:kept_faults], restarts))
+        xa_round = draw(st.one_of(st.none(), xa_rounds()))  # in one restarting example in two (shrinks to none)
+        if xa_round is not None and len(workload.operations) + len(xa_round) <= MAX_OPERATIONS:
+            extended = workload.operations + xa_round
+            workload = dataclasses.replace(workload, operations=extended)
+            schedule = dataclasses.replace(schedule, faults=(*schedule.faults[:-1],
+                                                             dataclasses.replace(restarts, at=len(extended))))
     return Example(dataclasses.replace(workload, volatile=volatile), schedule)
+
+
+@st.composite
+def xa_rounds(draw: st.DrawFn) -> tuple[Operation, ...]:
+    """An XA round a restart then follows (the restart is moved after it): durable messages sent in a branch then
+    prepared, or committed in one phase, or messages received (acknowledged) in a branch then prepared.  What the
+    XA rules judge across a restart: a prepared branch is recovered with its messages and its acknowledgements, a
+    one-phase commit is kept; the free mix seldom has a prepare or a one-phase commit before a restart."""
+    xid, queue, count = draw(st.integers(0, XIDS - 1)), draw(_queues), draw(st.integers(1, 3))
+    end = draw(st.sampled_from(("prepare", "commit-one-phase", "acks")))
+    if end == "acks":
+        return (Send(queue, count), Xa("receive", xid, queue, count), Xa("prepare", xid))
+    return (Xa("send", xid, queue, count), Xa(end, xid))
 
 
 @st.composite

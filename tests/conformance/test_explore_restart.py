@@ -279,3 +279,18 @@ def test_how_often_examples_restart_follows_how_long_a_restart_takes() -> None:
 @given(examples(restart=True, restart_one_in=1))
 def test_one_in_one_restarts_every_example(example: Example) -> None:
     assert len(example.schedule.restarts) == 1
+
+
+def test_a_restarting_example_may_end_with_an_xa_round_the_restart_then_follows() -> None:
+    from hypothesis import find
+
+    from cck.conformance.explore._model import Xa
+
+    def ends_with_an_xa_round(example: Example) -> bool:
+        last = example.workload.operations[-1]
+        return isinstance(last, Xa) and last.action in ("prepare", "commit-one-phase")
+
+    found = find(examples(restart=True, restart_one_in=1), ends_with_an_xa_round,
+                 settings=settings(max_examples=400, database=None))
+    [restart] = found.schedule.restarts
+    assert restart.at == len(found.workload.operations)  # after the round, before the sessions close
