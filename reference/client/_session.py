@@ -148,8 +148,10 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         if self.options.transacted and self.work_done:
             self.rollback_only = True
         self._recreate_consumers()
+        held = {p.producer_id for p, _ in self.held if isinstance(p, CreateProducerMessage)}
         for producer in self.producers.values():
-            if self.version >= ARTEMIS_2_28_0_VERSION:
+            # one created while the session was away goes out with the held requests, once
+            if self.version >= ARTEMIS_2_28_0_VERSION and producer.producer_id not in held:
                 self.write(CreateProducerMessage(producer.producer_id, producer.address))
         self.credits.clear()  # credits granted by the lost session are gone; they are asked for again on use
         if self.on_credits is not None:

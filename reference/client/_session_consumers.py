@@ -106,8 +106,12 @@ class ConsumerSide(SessionChannel):
             consumer._changed()
 
     def _recreate_consumers(self) -> None:
-        """On a recreated session (notes §9.5): every consumer again, with empty buffers and fresh credits."""
+        """On a recreated session (notes §9.5): every consumer again, with empty buffers and fresh credits; not one
+        created while the session was away, whose held request (and credits) goes out next."""
+        held = {p.consumer_id for p, _ in self.held if isinstance(p, SessionCreateConsumerMessage)}
         for consumer in self.consumers.values():
+            if consumer.consumer_id in held:
+                continue
             consumer.clear()
             self.write(SessionCreateConsumerMessage(consumer.consumer_id, consumer.queue, consumer.filter_string,
                                                     consumer.browse_only, False))

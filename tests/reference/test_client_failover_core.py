@@ -16,6 +16,7 @@ from cck.codec import (
     PREAMBLE,
     ClusterConnectMessage,
     CoreMessage,
+    CreateProducerMessage,
     CreateSessionMessage,
     CreateSessionResponseMessage,
     Frame,
@@ -26,6 +27,7 @@ from cck.codec import (
     ReattachSessionMessage,
     ReattachSessionResponseMessage,
     RoutingType,
+    SessionCreateConsumerMessage,
     SessionSendMessage,
     SubscribeClusterTopologyUpdatesMessageV2,
     TransportConfiguration,
@@ -351,6 +353,28 @@ def test_without_a_window_the_broker_refuses_the_reattach_and_the_session_is_rec
     net.pump()
     assert answered(call)
     assert drain(net, session) == [0, 1, 2]
+
+
+def test_a_consumer_and_a_producer_created_while_detached_are_created_once_on_the_recreated_session() -> None:
+    # its request is held until the session is back; the recreate rebuilds the consumers the lost session had, and
+    # must leave this one to its held request (found by exploration: two SESS_CREATECONSUMER with one id left a
+    # consumer on the queue after the session closed)
+    net = attached(NO_WINDOW)
+    session = net.session()
+    with_queue(net, session)
+    net.refusing = {A}
+    net.cut()
+    consumer, created = session.create_consumer("q")  # detached: held
+    producer = session.create_producer("q")
+    net.refusing.clear()
+    net.advance()
+    assert net.kinds()[-1] == "recreated"
+    creates = [f.packet for f in net.frames_on_current() if isinstance(f.packet, SessionCreateConsumerMessage)]
+    assert [c.consumer_id for c in creates] == [consumer.consumer_id]
+    producers = [f.packet for f in net.frames_on_current() if isinstance(f.packet, CreateProducerMessage)]
+    assert [p.producer_id for p in producers] == [producer.producer_id]
+    assert created.error is None
+    assert created.done
 
 
 def test_a_recreate_drops_the_old_credits_wakes_their_waiters_and_the_next_look_asks_the_new_session() -> None:
