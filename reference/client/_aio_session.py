@@ -5,6 +5,7 @@ the caller's ``timeout``, producer credits by ``call_timeout_ms``."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cck.codec import (
@@ -234,13 +235,18 @@ class Session:
         await self._call(self.core.close())
 
     async def _credits(self, address: str | None, size: int) -> None:
-        """Wait for producer credits (bounded by call_timeout_ms, as a blocked Java producer would not be)."""
+        """Wait for producer credits (bounded by call_timeout_ms, as a blocked Java producer would not be).  As a
+        call's, the bound runs anew while the session is away (call_failover_timeout_ms) and once it is back
+        (call_timeout_ms): the credits are asked for again then, and a reconnection longer than the call timeout
+        is not the broker leaving a request unanswered."""
         credits = self.core.credits_for(address)
         if credits is None:
             return
-        timeout_ms = self.core.settings.call_timeout_ms
+        settings = self.core.settings
+        timeout_ms = settings.call_timeout_ms
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
+        resumes, away = self.core.resumes, False
         # looked up again each time: a recreated session drops the old session's credits and asks anew
         while not (credits := self.core.credits_for(address) or credits).try_acquire(size):
             self._pump()
@@ -248,12 +254,20 @@ class Session:
             if self.core.closed:
                 raise self.connection.core.failure or ObjectClosed(f"session {self.name!r} is closed")
             remaining = deadline - loop.time()
+            if remaining <= 0 and not self.core.attached and not away:
+                away = True
+                deadline = loop.time() + settings.call_failover_timeout_ms / 1000
+                continue
+            if remaining <= 0 and self.core.attached and self.core.resumes != resumes:
+                resumes = self.core.resumes
+                deadline = loop.time() + timeout_ms / 1000
+                continue
             if remaining <= 0:
                 raise CallTimeout(f"producer credits for {address!r}", timeout_ms)
-            try:
+            # a wait that times out goes round again: the deadline may have moved (the session went away or came
+            # back meanwhile), and the top of the loop decides
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._credit_event.wait(), remaining)
-            except TimeoutError:
-                raise CallTimeout(f"producer credits for {address!r}", timeout_ms) from None
 
 
 class Producer:

@@ -164,6 +164,7 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
 
     def _resume(self, call_deadline_ms: int) -> None:
         self.attached = True
+        self.resumes += 1
         self.calls.extend_deadlines(call_deadline_ms)
         held, self.held = self.held, []
         for packet, confirmation in held:

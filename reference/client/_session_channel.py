@@ -98,6 +98,9 @@ class SessionChannel:
         self.server_version = settings.version
         # Failover state (notes §9.4, §9.5).
         self.attached = True
+        #: how many times the session came back (reattached or recreated): what a wait outside the call table
+        #: (producer credits) reads to know that the session was away meanwhile
+        self.resumes = 0
         #: written while detached: sent once reattached or recreated (with the send's confirmation call, if any)
         self.held: list[tuple[Packet, Call | None]] = []
         #: asynchronous sends before 2.7.0 (130) with a confirmation window, by command ID: the broker does not
