@@ -78,6 +78,16 @@ def _positive(text: str) -> int:
     return value
 
 
+#: What a clause is: dotted lower-case words (``window.zero``, ``backoff.multiplier``).
+_CLAUSE = re.compile(r"[a-z][a-z0-9-]*(\.[a-z0-9-]+)+")
+
+
+def _clause(text: str) -> str:
+    if not _CLAUSE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a clause (dotted words, such as window.zero)")
+    return text
+
+
 def parse_seed(text: str) -> int:
     """A hypothesis seed from the command line: a whole number, 0 or more (argparse's ``type``)."""
     try:
@@ -118,6 +128,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replay", type=Path, metavar="FILE",
                         help="run the example in FILE (an example.json the exploration wrote) and judge it: up to "
                              "--tries runs, stopping at the first finding")
+    parser.add_argument("--ignore-clause", action="append", default=[], metavar="CLAUSE", type=_clause,
+                        help="set aside findings that cite only CLAUSE (repeatable): a target's known deviation, "
+                             "e.g. window.zero against Artemis 2.44.0 (its window.mode.6), is then recorded as a "
+                             "'known' run and exploring goes on instead of stopping to shrink it")
     parser.add_argument("--no-security", action="store_true",
                         help="draw the reliability family only: do not start the two secured brokers the security "
                              "family's examples run against (docs/exploration.md, \"The security family\")")
@@ -138,6 +152,8 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
     err = sys.stderr if err is None else err
     if options.artemis_version is not None and options.target != "artemis":
         parser.error("--artemis-version is for --target artemis")
+    if options.ignore_clause and options.replay is not None:
+        parser.error("--ignore-clause is for an exploration: a --replay judges its example as it is")
     example: AnyExample | None = None
     if options.replay is not None:
         try:
@@ -148,7 +164,7 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
     logging.getLogger("cck.reference.client").setLevel(logging.ERROR)
     config = ExploreConfig(options.budget, options.seed, options.max_examples, options.shrink_budget,
                            options.evidence_dir, _target_args(options), tries=options.tries,
-                           confirm_tries=options.confirm_tries)
+                           confirm_tries=options.confirm_tries, ignored_clauses=tuple(options.ignore_clause))
     with tempfile.TemporaryDirectory(prefix="cck-explore-") as workdir:
         try:
             target = make_target(options.target, version=options.artemis_version, workdir=Path(workdir),
@@ -204,7 +220,9 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
                 print(f"a restart of the broker took {took:.1f} s: one example in {config.restart_one_in} restarts "
                       "it", file=err, flush=True)
             print(f"exploring {options.target} {target.version} at {url}: seed {config.seed}, budget "
-                  f"{config.budget_s:g} s, at most {config.max_examples} examples", file=err, flush=True)
+                  f"{config.budget_s:g} s, at most {config.max_examples} examples"
+                  + (f"; findings citing only {', '.join(config.ignored_clauses)} set aside as known"
+                     if config.ignored_clauses else ""), file=err, flush=True)
             result = explore(run, config, out, restart=restart)
     print(f"{result.runs} run(s): " + ", ".join(f"{n} {kind}" for kind, n in sorted(result.kinds.items())), file=out)
     print(f"most exposed: {result.most_exposed.describe()}", file=out)

@@ -111,6 +111,9 @@ class ExploreConfig:
     restart_one_in: int = RESTART_ONE_IN
     #: Draw the security family's examples beside the reliability family's (the target has the secured brokers).
     security: bool = False
+    #: Clauses set aside (a target's known deviations): a finding whose every line cites one of them is recorded
+    #: as ``known`` and exploring goes on.
+    ignored_clauses: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -231,7 +234,7 @@ def _explore(run: Runner, config: ExploreConfig, out: TextIO, clock: Callable[[]
         return clock() - began
 
     def once(example: AnyExample, phase: str) -> Outcome:
-        outcome = run(example)
+        outcome = set_aside(run(example), config.ignored_clauses)
         state.runs += 1
         state.kinds[outcome.kind] += 1
         seen = exposure(outcome.wire)
@@ -288,6 +291,22 @@ def _explore(run: Runner, config: ExploreConfig, out: TextIO, clock: Callable[[]
         result = replace(result, evidence=write_evidence(config.evidence_dir, config, result, state.log,
                                                          histories=spool))
     return result
+
+
+def cites(line: str, clause: str) -> bool:
+    """Whether a finding's line cites ``clause``: the oracles write it first (``window.zero: ...``) or last in
+    brackets (``... [backoff.multiplier]``)."""
+    return line.startswith(f"{clause}:") or line.rstrip().endswith(f"[{clause}]")
+
+
+def set_aside(outcome: Outcome, clauses: Sequence[str]) -> Outcome:
+    """``outcome`` as ``known`` when it is a finding whose every line cites one of ``clauses``."""
+    findings = outcome.judgement.findings if outcome.judgement is not None else ()
+    if outcome.kind != "finding" or not clauses or not findings:
+        return outcome
+    if all(any(cites(line, clause) for clause in clauses) for line in findings):
+        return replace(outcome, kind="known")
+    return outcome
 
 
 def _tries(config: ExploreConfig, state: _State, example: AnyExample) -> int:
@@ -442,6 +461,7 @@ def write_evidence(root: Path, config: ExploreConfig, result: ExploreResult, log
     summary: dict[str, Any] = {"seed": config.seed, "target": list(config.target_args), "budget_s": config.budget_s,
                                "max_examples": config.max_examples, "runs": result.runs, "kinds": result.kinds,
                                "found": result.failing is not None, "confirmed": result.confirmed,
+                               "ignored_clauses": list(config.ignored_clauses),
                                "most_exposed": {"unconfirmed": result.most_exposed.unconfirmed,
                                                 "durable_sends": result.most_exposed.durable_sends,
                                                 "recent_durable_sends": result.most_exposed.recent_durable_sends},

@@ -74,7 +74,9 @@ from ._xa_runner import XaSide, with_xa
 
 __all__ = ["Limits", "Outcome", "OutcomeKind", "dropped_sends", "run_example", "run_example_sync"]
 
-OutcomeKind = Literal["clean", "finding", "indeterminate", "kit-error"]
+#: ``known``: a finding whose every line cites a clause the exploration was told to set aside (``--ignore-clause``:
+#: a known deviation of the target), recorded and not shrunk.
+OutcomeKind = Literal["clean", "finding", "known", "indeterminate", "kit-error"]
 T = TypeVar("T")
 
 #: The message property that marks the drain's fence (never a key).
@@ -136,7 +138,7 @@ class Outcome:
     client_log: tuple[dict[str, Any], ...] = ()
 
     def describe(self) -> str:
-        if self.kind in ("clean", "finding") and self.judgement is not None:
+        if self.kind in ("clean", "finding", "known") and self.judgement is not None:
             return f"{self.kind}: {self.judgement.describe()}"
         return f"{self.kind}: {self.reason.strip().splitlines()[-1] if self.reason else '?'}"
 

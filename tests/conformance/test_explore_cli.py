@@ -37,6 +37,9 @@ def test_help_says_what_it_does(capsys: pytest.CaptureFixture[str]) -> None:
     (["--target", "reference", "--seed", "-1"], "must be 0 or more"),
     (["--target", "reference", "--artemis-version", "2.44.0"], "--artemis-version is for --target artemis"),
     (["--target", "reference", "--frobnicate"], "unrecognized arguments: --frobnicate"),
+    (["--target", "reference", "--ignore-clause", "Window zero"], "is not a clause"),
+    (["--target", "reference", "--ignore-clause", "window.zero", "--replay", "x.json"],
+     "--ignore-clause is for an exploration"),
 ])
 def test_bad_arguments_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert message in _refused(argv, capsys)

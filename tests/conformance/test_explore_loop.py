@@ -4,6 +4,7 @@ sequence diagram and the pytest case that replays it."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import tempfile
@@ -362,3 +363,33 @@ def test_a_replay_restarts_before_every_second_try_and_a_failed_restart_stops_th
     assert replay_until_found(clean, example, 3, io.StringIO(), FreshBroker(lambda: calls.append("restart"),
                                                                             io.StringIO())).kind == "clean"
     assert calls == ["run", "restart", "run", "run"]
+
+
+def test_a_finding_that_cites_only_set_aside_clauses_is_known_and_exploring_goes_on() -> None:
+    from cck.conformance.explore._explore import cites, set_aside
+
+    def known_deviation(example: Example) -> Outcome:
+        outcome = _bug(example)
+        if outcome.judgement is None or outcome.kind != "finding":
+            return outcome
+        findings = ("window.zero: a session with confirmation window 0 was reattached on connection 2",)
+        return Outcome(example, "finding", 0.0, dataclasses.replace(outcome.judgement, findings=findings))
+
+    out = io.StringIO()
+    result = explore(known_deviation, ExploreConfig(budget_s=60, seed=1, max_examples=40,
+                                                    ignored_clauses=("window.zero",)), out)
+    assert result.failing is None  # nothing shrunk: the loop went on to the example cap
+    assert result.runs == 40
+    assert result.kinds.get("known", 0) > 0
+    assert result.exit_status == 0
+    # without setting it aside the same runner's finding stops the loop
+    assert explore(known_deviation, ExploreConfig(budget_s=60, seed=1, max_examples=40), io.StringIO()).failing
+    # a finding with one line citing another clause (or none) is not set aside
+    assert cites("client: attempt 3 came early [backoff.multiplier]", "backoff.multiplier")
+    assert not cites("window.zeroes: x", "window.zero")
+    failing = _bug(Example(Workload(ClientConfig(), (Send(0, 2),)), FaultSchedule((CutAfterCommands(0, "c2s"),))))
+    assert failing.judgement is not None
+    mixed = dataclasses.replace(failing, judgement=dataclasses.replace(
+        failing.judgement, findings=("window.zero: a window-0 session reattached", *failing.judgement.findings)))
+    assert set_aside(mixed, ("window.zero",)).kind == "finding"
+    assert set_aside(mixed, ()).kind == "finding"
