@@ -7,7 +7,8 @@ right, and durable sends among them are journal work the replay may meet half do
 long batch of those (a long durable asynchronous batch with a cut landing inside it is a fraction of a percent of
 examples), so exploration reports these two counts to hypothesis as targets, and its optimiser mutates the examples
 that scored highest towards higher scores.  The counts are read from the proxy's wire log alone, so they measure
-what happened on the wire rather than what the example asked for.
+what happened on the wire rather than what the example asked for.  The loop reports them only for examples with a
+confirmation window (``_explore._can_reattach``): without one the session is recreated, not reattached.
 
 What a broker is still doing matters most: work that reached it just before the break may still be being written
 when the client comes back to reattach, so the durable sends of the last :data:`RECENT_NS` before the cut are a

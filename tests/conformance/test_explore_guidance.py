@@ -97,3 +97,20 @@ def test_exploration_aims_at_exposure_and_reaches_a_bug_that_needs_much_of_it() 
     assert result.failing is not None
     assert result.most_exposed.durable_sends >= 38
     assert exposure(result.failing.wire).durable_sends >= 38
+
+
+def test_only_breaks_a_reattach_can_meet_steer_the_exploration() -> None:
+    # without a window (or with window 0) the session is recreated and nothing is confirmed on the wire, so every
+    # command counts as unconfirmed: such runs must not be what hypothesis is told to reach for
+    exposed = tuple([_row(1, n, "c2s", "SESS_SEND", durable=True) for n in range(10)]
+                    + [_row(1, 10, "c2s", "SESS_SEND", durable=True, action="cut")])
+
+    def windowless_exposed(example: Example) -> Outcome:
+        history = History()
+        verdict = judge(history, drain_complete=True, desynchronised=False)
+        wire = exposed if example.workload.config.window <= 0 else ()
+        return Outcome(example, verdict.kind, 0.0, verdict, (), wire=wire)
+
+    result = explore(windowless_exposed, ExploreConfig(budget_s=60, seed=1, max_examples=60), io.StringIO())
+    assert result.most_exposed == Exposure()
+    assert exposure(exposed).durable_sends == 10
