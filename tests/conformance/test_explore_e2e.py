@@ -231,6 +231,7 @@ def test_a_give_up_with_a_call_waiting_fails_the_call_at_once_and_is_clean() -> 
     outcome = _on_broker(lambda url: run_example(url, shaped))
     assert outcome.kind == "clean", outcome.reason or outcome.describe()
     assert ("gave-up" in [kind for kind, _ in outcome.events]), outcome.events
+    assert shaped.workload.config.window == -1  # the broker drops the lost sessions at once: the drain is quick
 
 
 def test_a_backoff_shape_makes_four_attempts_with_growing_waits_and_is_clean() -> None:
@@ -248,3 +249,28 @@ def test_a_backoff_shape_makes_four_attempts_with_growing_waits_and_is_clean() -
     assert outcome.kind == "clean", outcome.reason or outcome.describe()
     refused = [a for a in outcome.attempts if a["outcome"] != "forwarded"]
     assert len(refused) == 3
+
+
+def test_the_xa_completion_shape_forgets_a_completed_branch_clean_and_found_where_forget_says_ok(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from hypothesis import find
+
+    from cck.conformance.explore._model import Xa
+    from cck.conformance.explore._strategies import xa_completions
+    from cck.reference.broker._xa import OK, XAHandlers
+
+    base = Example(Workload(ClientConfig(window=1024, connection_ttl_ms=10_000), (Send(0, 2),)),
+                   FaultSchedule((CutAfterCommands(1),)))
+    shaped = find(xa_completions(base), lambda e: e.workload.operations[2].action == "commit")  # type: ignore[union-attr]
+    tail = shaped.workload.operations[1:]
+    assert shaped.workload.operations[:1] == base.workload.operations
+    assert [(op.action, op.xid) for op in tail if isinstance(op, Xa)] == [
+        ("send", tail[0].xid), ("commit", tail[0].xid), ("forget", tail[0].xid), ("recover", tail[0].xid)]  # type: ignore[union-attr]
+    assert shaped.schedule == base.schedule
+    outcome = _on_broker(lambda url: run_example(url, shaped))
+    assert outcome.kind == "clean", outcome.reason or outcome.describe()
+    # a broker that answers the forget of the completed branch with OK is found
+    monkeypatch.setattr(XAHandlers, "_forget", lambda self, session, packet: OK)
+    found = _on_broker(lambda url: run_example(url, shaped))
+    assert found.kind == "finding", found.describe()
+    assert any("dtx.completed-forgotten" in f for f in found.judgement.findings)  # type: ignore[union-attr]

@@ -294,3 +294,19 @@ def test_a_restarting_example_may_end_with_an_xa_round_the_restart_then_follows(
                  settings=settings(max_examples=400, database=None))
     [restart] = found.schedule.restarts
     assert restart.at == len(found.workload.operations)  # after the round, before the sessions close
+
+
+def test_an_xa_round_prepares_a_branch_that_both_acknowledged_and_sent_or_commits_one_in_one_phase() -> None:
+    from hypothesis import given
+
+    from cck.conformance.explore._model import Xa
+    from cck.conformance.explore._strategies import xa_rounds
+
+    @settings(max_examples=30, database=None)
+    @given(xa_rounds())
+    def check(round_: tuple[object, ...]) -> None:
+        actions = [op.action if isinstance(op, Xa) else "plain-send" for op in round_]
+        assert actions in (["send", "commit-one-phase"], ["plain-send", "receive", "send", "prepare"])
+        assert len({op.xid for op in round_ if isinstance(op, Xa)}) == 1
+
+    check()
