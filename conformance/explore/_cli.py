@@ -224,7 +224,8 @@ def run_explore(options: argparse.Namespace, parser: argparse.ArgumentParser, ou
                   + (f"; findings citing only {', '.join(config.ignored_clauses)} set aside as known"
                      if config.ignored_clauses else ""), file=err, flush=True)
             result = explore(run, config, out, restart=restart)
-    print(f"{result.runs} run(s): " + ", ".join(f"{n} {kind}" for kind, n in sorted(result.kinds.items())), file=out)
+    print(f"{result.runs} run(s): " + ", ".join(f"{n} {kind}" for kind, n in sorted(result.kinds.items()))
+          + (f"; {result.repeats} example(s) drawn again and not run again" if result.repeats else ""), file=out)
     print(f"most exposed: {result.most_exposed.describe()}", file=out)
     if result.failing is None:
         print("nothing found" + (f" ({len(result.kit_errors)} kit error(s))" if result.kit_errors else ""), file=out)

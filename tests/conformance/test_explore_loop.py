@@ -70,6 +70,45 @@ def test_the_same_seed_draws_the_same_examples() -> None:
     assert seen[0] == seen[1]
 
 
+def test_an_example_drawn_again_while_exploring_is_not_run_again_but_one_being_shrunk_is() -> None:
+    ran: list[str] = []
+
+    def record(example: Example) -> Outcome:
+        ran.append(json.dumps(example.to_dict(), sort_keys=True))
+        return _clean(example)
+
+    out = io.StringIO()
+    result = explore(record, ExploreConfig(budget_s=60, seed=1, max_examples=200), out)
+    assert result.repeats > 0  # hypothesis draws some examples again (a draw the example does not use varies)
+    assert len(ran) == len(set(ran)) == result.runs
+    assert result.runs + result.repeats <= 200
+    assert out.getvalue().count("\n") == result.runs  # a repeat prints no line
+    # while shrinking, the same example is run again as often as it is drawn (the tries of an intermittent bug)
+    shrunk: list[str] = []
+
+    def failing(example: Example) -> Outcome:
+        shrunk.append(json.dumps(example.to_dict(), sort_keys=True))
+        return _bug(example)
+
+    found = explore(failing, ExploreConfig(budget_s=60, seed=1, max_examples=200, tries=3), io.StringIO())
+    assert found.failing is not None
+    assert len(shrunk) > len(set(shrunk))
+
+
+def test_workloads_have_at_most_one_idle_spell() -> None:
+    from hypothesis import given, settings
+
+    from cck.conformance.explore._model import Idle
+    from cck.conformance.explore._strategies import workloads
+
+    @settings(max_examples=200, database=None)
+    @given(workloads(max_operations=12))
+    def check(workload: Workload) -> None:
+        assert sum(isinstance(op, Idle) for op in workload.operations) <= 1
+
+    check()
+
+
 def test_a_spent_budget_stops_the_loop() -> None:
     ticks = iter(range(0, 1000, 10))  # every look at the clock is 10 s later
     result = explore(_clean, ExploreConfig(budget_s=25, max_examples=500), io.StringIO(), clock=lambda: next(ticks))
@@ -379,7 +418,7 @@ def test_a_finding_that_cites_only_set_aside_clauses_is_known_and_exploring_goes
     result = explore(known_deviation, ExploreConfig(budget_s=60, seed=1, max_examples=40,
                                                     ignored_clauses=("window.zero",)), out)
     assert result.failing is None  # nothing shrunk: the loop went on to the example cap
-    assert result.runs == 40
+    assert result.runs + result.repeats == 40
     assert result.kinds.get("known", 0) > 0
     assert result.exit_status == 0
     # without setting it aside the same runner's finding stops the loop
