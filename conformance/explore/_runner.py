@@ -211,13 +211,18 @@ def dropped_sends(records: Iterable[WireRecord]) -> frozenset[str]:
 IDLE_POLL_S = 0.05
 
 
-def _flushed(session: Session, pings: bool) -> bool:
-    """Nothing of ``session`` is left for a periodic flush: the broker confirmed every command it was sent, and
-    (``pings``: the client pings within an idle spell) the client confirmed every broker packet it counted."""
+def _flushed(session: Session, pings: bool, first_unconfirmed: int) -> bool:
+    """Nothing of ``session`` is left for a periodic flush: the broker confirmed every command it was sent, or sent
+    a confirmation since the idle spell began, when ``first_unconfirmed`` was the first command it had not
+    confirmed (nothing is sent during the spell, so that confirmation is the flush; a command the broker refused
+    stays in the client's cache, as the broker does not count it, and would otherwise hold the spell to its end);
+    and (``pings``: the client pings within an idle spell) the client confirmed every broker packet it counted."""
     core = session.core
     if core.closed:
         return True
-    return not core.send_window.cache and (not pings or core.receive_window.received_bytes == 0)
+    window = core.send_window
+    return ((not window.cache or window.first_stored > first_unconfirmed)
+            and (not pings or core.receive_window.received_bytes == 0))
 
 
 def _is_fence(delivery: Delivery, token: str) -> bool:
@@ -263,7 +268,8 @@ class _Workload:
 
     async def idle(self) -> None:
         """Up to :data:`IDLE_MS` with the connection up, so that the periodic flushes have to confirm partly filled
-        windows: the broker's ttl check (every command of the workload's sessions confirmed) and, when the client
+        windows: the broker's ttl check (every command of the workload's sessions confirmed, or a confirmation
+        sent since the spell began) and, when the client
         pings within that time, the client's flush with its PING (every broker packet it counted confirmed).  It
         ends as soon as both are done (the wait is for them, not for a time); a flush that never comes keeps the
         connection up for the whole spell, which is what the wire rules judge."""
@@ -272,7 +278,8 @@ class _Workload:
         pings = self.connection.settings.client_failure_check_period_ms < IDLE_MS
         sessions = [side.session for side in (self.plain, self.tx) if side is not None]
         sessions += [self.xa.session] if self.xa is not None else []
-        while not all(_flushed(s, pings) for s in sessions):
+        began = [s.core.send_window.first_stored for s in sessions]
+        while not all(_flushed(s, pings, first) for s, first in zip(sessions, began, strict=True)):
             left = end - loop.time()
             if left <= 0:
                 return

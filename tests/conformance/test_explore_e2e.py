@@ -107,6 +107,19 @@ def test_an_idle_spell_ends_once_the_periodic_flushes_have_confirmed_everything(
     assert confirms, "the broker's periodic flush ended the spell"
 
 
+def test_an_idle_spell_after_a_refused_command_ends_at_the_brokers_flush() -> None:
+    # the broker does not count the refused CREATE_QUEUE, so the client's cache keeps it whatever the broker
+    # confirms: the spell ends at the flush that came during it, not after the whole IDLE_MS
+    from cck.conformance.explore._model import CreateExistingQueue
+
+    example = Example(Workload(ClientConfig(window=64 * 1024, connection_ttl_ms=60_000),
+                               (CreateExistingQueue(0), Send(0, 2), Idle(), Send(1))), FaultSchedule())
+    outcome = _on_broker(lambda url: run_example(url, example))
+    assert outcome.kind == "clean", outcome.reason or outcome.describe()
+    assert any(r["type"] == "EXCEPTION" for r in outcome.wire)
+    assert _idle_s(outcome) < IDLE_MS / 1000 - 0.5
+
+
 def test_an_idle_spell_without_the_brokers_flush_lasts_its_whole_length(monkeypatch: pytest.MonkeyPatch) -> None:
     # no periodic flush (nor the close's: the finding may name either)
     monkeypatch.setattr(Outbox, "flush_confirmations", lambda self, session: None)
