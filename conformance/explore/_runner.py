@@ -21,7 +21,17 @@ from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from cck.codec import ARTEMIS_2_7_0_VERSION, CURRENT_VERSION, CoreMessage, Packet, RoutingType, TypedProperties
+from cck.codec import (
+    ARTEMIS_2_7_0_VERSION,
+    CURRENT_VERSION,
+    CoreMessage,
+    CreateQueueMessage,
+    CreateQueueMessage_V2,
+    Packet,
+    RoutingType,
+    TypedProperties,
+    decode_frame,
+)
 from cck.conformance.faults import FaultProxy, RefuseConnections, WireRecord
 from cck.conformance.oracles import History, Op, OpType
 from cck.reference.client import (
@@ -211,18 +221,24 @@ def dropped_sends(records: Iterable[WireRecord]) -> frozenset[str]:
 IDLE_POLL_S = 0.05
 
 
+def _queue_creation(frame: bytes) -> bool:
+    return isinstance(decode_frame(frame).packet, CreateQueueMessage_V2 | CreateQueueMessage)
+
+
 def _flushed(session: Session, pings: bool, first_unconfirmed: int) -> bool:
     """Nothing of ``session`` is left for a periodic flush: the broker confirmed every command it was sent, or sent
     a confirmation since the idle spell began, when ``first_unconfirmed`` was the first command it had not
-    confirmed (nothing is sent during the spell, so that confirmation is the flush; a command the broker refused
-    stays in the client's cache, as the broker does not count it, and would otherwise hold the spell to its end);
-    and (``pings``: the client pings within an idle spell) the client confirmed every broker packet it counted."""
+    confirmed (nothing is sent during the spell, so that confirmation is the flush), or all the client still holds
+    are queue creations, which the workload makes only of queues that exist: a refused command stays in the
+    client's cache, as the broker does not count it, and would otherwise hold the spell to its end.  And
+    (``pings``: the client pings within an idle spell) the client confirmed every broker packet it counted."""
     core = session.core
     if core.closed:
         return True
     window = core.send_window
-    return ((not window.cache or window.first_stored > first_unconfirmed)
-            and (not pings or core.receive_window.received_bytes == 0))
+    confirmed = (not window.cache or window.first_stored > first_unconfirmed
+                 or all(_queue_creation(frame) for frame in window.cache))
+    return confirmed and (not pings or core.receive_window.received_bytes == 0)
 
 
 def _is_fence(delivery: Delivery, token: str) -> bool:

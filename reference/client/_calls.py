@@ -111,9 +111,9 @@ class CallQueue:
         self._unstamped: list[Call] = []
         #: Correlated answers that matched no waiting call (see :meth:`answer`).
         self.stray: list[Packet] = []
-        #: How many answers the commands replayed after a reattach may still draw while no call waits (see
-        #: :meth:`replayed`).
-        self._replay_answers = 0
+        #: How many answers may still come while no call waits: those owed to commands replayed after a reattach
+        #: (:meth:`replayed`) and to calls that timed out (:meth:`expire`).
+        self._owed_answers = 0
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -130,7 +130,7 @@ class CallQueue:
         it is replayed though it was processed): up to ``count`` answers arriving while no call waits are
         kept in ``stray`` like Artemis's client, which ignores them, instead of failing the connection, which
         would reattach and replay the same command again without end."""
-        self._replay_answers += count
+        self._owed_answers += count
 
     def answer(self, packet: Packet) -> Call | None:
         """Complete the oldest call with ``packet``; returns it.
@@ -141,11 +141,11 @@ class CallQueue:
         out-of-order responses: whether that was harmful is for the oracles to judge, not a reason to
         drop the connection.  Raises ProtocolViolation when nothing was waiting, or when the packet is
         neither what the call expects nor an EXCEPTION (an answer owed to a replayed command, see :meth:`replayed`,
-        is kept in ``stray`` even when nothing waits).
+        or to a call that timed out, see :meth:`expire`, is kept in ``stray`` even when nothing waits).
         """
         if not self._calls:
-            if self._replay_answers > 0:
-                self._replay_answers -= 1
+            if self._owed_answers > 0:
+                self._owed_answers -= 1
                 self.stray.append(packet)
                 return None
             raise ProtocolViolation(f"unsolicited {packet.type_name()}: no request is waiting for an answer")
@@ -178,11 +178,15 @@ class CallQueue:
             call.stamp(now_ms)
 
     def expire(self, now_ms: int) -> list[Call]:
-        """Fail every call past its deadline with CallTimeout; returns them."""
+        """Fail every call past its deadline with CallTimeout; returns them.  The broker may still answer each (or
+        resend its answer after a reattach, when the timeout failed the connection before the answer came): that
+        answer, with no call waiting, is kept in ``stray`` like Artemis's client, which ignores it, instead of
+        failing the connection, which would reattach and get the same answer again without end."""
         expired = [c for c in self._calls if c.deadline is not None and now_ms >= c.deadline]
         for call in expired:
             self._calls.remove(call)
             call.fail(CallTimeout(call.request, call.timeout_ms))
+        self._owed_answers += len(expired)
         return expired
 
     def next_deadline(self) -> int | None:

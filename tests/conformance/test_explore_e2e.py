@@ -118,6 +118,13 @@ def test_an_idle_spell_after_a_refused_command_ends_at_the_brokers_flush() -> No
     assert outcome.kind == "clean", outcome.reason or outcome.describe()
     assert any(r["type"] == "EXCEPTION" for r in outcome.wire)
     assert _idle_s(outcome) < IDLE_MS / 1000 - 0.5
+    # with window 0 the broker confirms each command at once: the refused one is all the client holds when the
+    # spell begins, and no flush comes during it; the spell ends at once
+    at_once = Example(Workload(ClientConfig(window=0, connection_ttl_ms=60_000),
+                               (Send(0, 1), CreateExistingQueue(0), Idle(), Send(1))), FaultSchedule())
+    outcome = _on_broker(lambda url: run_example(url, at_once))
+    assert outcome.kind == "clean", outcome.reason or outcome.describe()
+    assert _idle_s(outcome) < 0.5
 
 
 def test_an_idle_spell_without_the_brokers_flush_lasts_its_whole_length(monkeypatch: pytest.MonkeyPatch) -> None:

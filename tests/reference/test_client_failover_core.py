@@ -41,6 +41,7 @@ from cck.reference.client import (
     Balancer,
     BrokerRefused,
     Call,
+    CallTimeout,
     ClientConnectionCore,
     ClientError,
     ClientSettings,
@@ -300,6 +301,36 @@ def test_a_refused_command_replayed_after_a_reattach_is_answered_again_and_the_s
     assert net.machine.failure is None
     assert session.attached
     assert [type(p).__name__ for p in session.calls.stray] == ["ActiveMQExceptionMessage"]
+
+
+def test_an_answer_to_a_call_that_timed_out_replayed_after_the_reattach_is_ignored_and_the_session_stays() -> None:
+    # A call that times out fails the connection (as Artemis's client does); the broker had processed it and
+    # resends its answer after the reattach, with no call waiting any more: Artemis's client ignores it.  Failing
+    # the connection on it would reattach, get it again and fail again without end (found by exploration:
+    # ``receive(q1 x1), commit, ... | reset 1 REATTACH_SESSION; cut after 2 confirmable s2c; drop 1 s2c
+    # NULL_RESPONSE`` reconnected about 1,300 times in 70 s).
+    net = attached(WINDOW)
+    session = net.session()
+    with_queue(net, session)
+    producer = session.create_producer("q")
+    net.drop_to_client = True
+    call, _ = session.send(producer, message(0, durable=True))  # blocking: it times out
+    net.pump()  # the broker stored it; its answer is lost
+    net.drop_to_client = False
+    assert call is not None
+    assert not call.done
+    for _ in range(20):  # pings first, then the call's timeout: the connection fails and the client reattaches
+        if call.done:
+            break
+        net.advance()
+    assert isinstance(call.error, CallTimeout)
+    assert net.kinds() == ["failed", "attempt", "reattached"]
+    net.advance()
+    assert net.kinds() == ["failed", "attempt", "reattached"]  # no second failure, no second attempt
+    assert net.machine.failure is None
+    assert session.attached
+    assert [type(p).__name__ for p in session.calls.stray] == ["NullResponseMessage"]
+    assert drain(net, session) == [0]  # stored once
 
 
 def test_a_wrong_answer_to_reattach_is_a_protocol_violation_that_ends_the_attempt_not_an_assert() -> None:
