@@ -265,16 +265,22 @@ def test_reattach_replays_the_commands_the_broker_never_saw_after_its_answer() -
     assert drain(net, session) == list(range(8))
 
 
-def test_reattach_gets_the_answers_lost_in_the_cut_from_the_brokers_replay() -> None:
-    net = attached(WINDOW)
+def sent_with_answers_lost(net: Net, *messages: CoreMessage) -> tuple[SessionCore, list[Call | None]]:
+    """A session sends ``messages`` to queue q; the broker processes them and its answers are lost."""
     session = net.session()
     with_queue(net, session)
     producer = session.create_producer("q")
     net.drop_to_client = True
-    in_flight = [session.send(producer, message(seq))[0] for seq in range(3)]
-    net.pump()  # the broker processed them; its answers are lost
+    in_flight = [session.send(producer, m)[0] for m in messages]
+    net.pump()
     net.drop_to_client = False
     assert not any(call is not None and call.done for call in in_flight)
+    return session, in_flight
+
+
+def test_reattach_gets_the_answers_lost_in_the_cut_from_the_brokers_replay() -> None:
+    net = attached(WINDOW)
+    session, in_flight = sent_with_answers_lost(net, *(message(seq) for seq in range(3)))
     net.cut()
     assert net.kinds() == ["failed", "attempt", "reattached"]
     assert net.machine.events[-1].detail == "s1: 0 command(s) replayed"
@@ -310,15 +316,8 @@ def test_an_answer_to_a_call_that_timed_out_replayed_after_the_reattach_is_ignor
     # ``receive(q1 x1), commit, ... | reset 1 REATTACH_SESSION; cut after 2 confirmable s2c; drop 1 s2c
     # NULL_RESPONSE`` reconnected about 1,300 times in 70 s).
     net = attached(WINDOW)
-    session = net.session()
-    with_queue(net, session)
-    producer = session.create_producer("q")
-    net.drop_to_client = True
-    call, _ = session.send(producer, message(0, durable=True))  # blocking: it times out
-    net.pump()  # the broker stored it; its answer is lost
-    net.drop_to_client = False
+    session, (call,) = sent_with_answers_lost(net, message(0, durable=True))  # blocking: it times out
     assert call is not None
-    assert not call.done
     for _ in range(20):  # pings first, then the call's timeout: the connection fails and the client reattaches
         if call.done:
             break
