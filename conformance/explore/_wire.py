@@ -30,7 +30,8 @@ and only on confirmations that came: a confirmation still owed when a cut ended 
 confirmation naming a command past those the broker received is one (``window.exception-not-counted`` when it
 refused some). The close rule is judged only where nothing but forwarding and delaying happened on the connection
 from the close on (so the close was answered, and the last NULL_RESPONSE on the channel is at or after that
-answer). The timing rules use the proxy's clock for both ends: when a command was written to the broker (``ts_ns``)
+answer), and no command the broker may answer was still waiting for its answer when the close was sent (the answer
+after the close could then be that command's). The timing rules use the proxy's clock for both ends: when a command was written to the broker (``ts_ns``)
 and when the broker's answer had arrived (``seen_ns``), so a delay rule holding the answer changes nothing.
 """
 
@@ -267,6 +268,8 @@ def _close_unflushed(log: _Log, span: _Span) -> str | None:
         if any(r.action not in _UNFAULTED for r in later):
             return None
         s2c = [r for r in log.frames(span.conn, "s2c") if r.channel == span.channel]
+        if _answer_owed_before(log, span, command, s2c):
+            return None
         answers = [r for r in s2c if r.type_name == "NULL_RESPONSE" and r.seen_ns >= command.seen_ns]
         if not answers:
             return None
@@ -276,6 +279,37 @@ def _close_unflushed(log: _Log, span: _Span) -> str | None:
             return (f"window.flush: SESS_CLOSE (command {index} on channel {span.channel}) was answered without a "
                     "PACKETS_CONFIRMED of everything before the answer")
     return None
+
+
+#: Confirmable commands the broker never answers, and those it answers only when they ask (``requires_response``).
+_NEVER_ANSWERED = frozenset({"SESS_START", "SESS_FLOWTOKEN", "SESS_PRODUCER_REQUEST_CREDITS", "SESS_EXPIRED"})
+_ANSWERED_IF_ASKED = frozenset({"SESS_SEND", "SESS_SEND_LARGE", "SESS_SEND_CONTINUATION", "SESS_ACKNOWLEDGE",
+                                "SESS_INDIVIDUAL_ACKNOWLEDGE"})
+
+
+def _answered(record: WireRecord) -> bool:
+    """Whether the broker may answer this command (any request but those it never answers)."""
+    if record.type_name in _NEVER_ANSWERED:
+        return False
+    if record.type_name in _ANSWERED_IF_ASKED:
+        return bool(getattr(record.packet, "requires_response", False))
+    return True
+
+
+def _is_answer(record: WireRecord) -> bool:
+    return record.type_name in ("NULL_RESPONSE", "EXCEPTION") or "_RESP" in record.type_name
+
+
+def _answer_owed_before(log: _Log, span: _Span, close: WireRecord, s2c: list[WireRecord]) -> bool:
+    """Whether a command the broker may answer reached it after its last answer on the channel before
+    ``close``: then the first answer after the close may be that command's (the broker answers a channel's commands
+    in order, and a rollback's answer is a NULL_RESPONSE like the close's), so the close's answer is not known.
+    After a reattach the client replays a call still waiting right before the close, and the kit's client, whose
+    wait for that call had timed out, took the replayed call's answer for the close's and ended the run."""
+    answered_until = max((r.seen_ns for r in s2c if _is_answer(r) and r.seen_ns < close.seen_ns), default=-1)
+    return any(r.channel == span.channel and r.action in _REACHED and r.seq < close.seq
+               and r.seen_ns > answered_until and _answered(r)
+               for r in log.frames(span.conn, "c2s"))
 
 
 def _ping_unflushed(log: _Log) -> str | None:

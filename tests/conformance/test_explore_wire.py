@@ -190,6 +190,26 @@ def test_close_after_a_reattach_is_numbered_from_the_broker_s_last_command() -> 
     assert wire.judge().findings == ()
 
 
+def _rollback_then_close(rollback_answered_first: bool) -> Wire:
+    """A rollback, then the close, with one NULL_RESPONSE after the close and no confirmation: the answer is the
+    rollback's when the rollback was still waiting (as after a reattach that replays it right before the close)."""
+    wire = Wire()
+    wire.command(t=0)
+    wire.command("SESS_ROLLBACK", t=0.1)
+    if rollback_answered_first:
+        wire.add("s2c", "NULL_RESPONSE", t=0.15)
+    wire.command("SESS_CLOSE", t=0.2)
+    wire.add("s2c", "NULL_RESPONSE", t=0.25)
+    wire.add("c2s", "PING", t=0.3, channel=0)
+    return wire
+
+
+def test_a_close_whose_answer_may_be_an_earlier_request_s_is_not_judged() -> None:
+    assert _rollback_then_close(rollback_answered_first=False).judge().findings == ()
+    judgement = _rollback_then_close(rollback_answered_first=True).judge()
+    assert _finding(judgement, "SESS_CLOSE (command 2"), judgement
+
+
 def test_unknown_numbering_and_refusals_are_noted_not_judged() -> None:
     wire = Wire()
     wire.command("SESS_CLOSE", t=0.1, conn=2)  # neither created nor reattached on connection 2
