@@ -7,7 +7,6 @@ first entry of each choice table (so tables list the simplest choice first).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
@@ -60,8 +59,7 @@ from ._model import (
 from ._restart import RESTART_ONE_IN
 
 __all__ = ["backoffs", "client_configs", "examples", "fault_schedules", "faults", "gave_up", "operations",
-           "reconnections", "settled_cuts", "steps", "tx_round", "window_fills", "workloads", "xa_completion",
-           "xa_rounds"]
+           "reconnections", "settled_cuts", "tx_rounds", "window_fills", "workloads", "xa_completions", "xa_rounds"]
 
 _queues = st.integers(0, len(QUEUES) - 1)
 _directions: st.SearchStrategy[Direction] = st.sampled_from(("c2s", "s2c"))
@@ -91,9 +89,9 @@ def client_configs(reconnection: bool = True) -> st.SearchStrategy[ClientConfig]
     return st.tuples(base, reconnections()).map(lambda pair: dataclasses.replace(pair[0], **pair[1]))
 
 
-def _single_operations() -> tuple[st.SearchStrategy[Operation], ...]:
-    """The strategies of one operation each; sends and receives first, as the simplest (shrinking prefers them)."""
-    return (
+def operations() -> st.SearchStrategy[Operation]:
+    """One operation; sends and receives first, as the simplest (shrinking prefers them)."""
+    return st.one_of(
         # small batches first (shrinking prefers them), then batches long enough to keep writes in flight at a cut
         st.builds(Send, queue=_queues, count=st.one_of(st.integers(1, 3), st.integers(4, MAX_BATCH)),
                   durable=st.booleans().map(lambda b: not b),
@@ -113,69 +111,6 @@ def _single_operations() -> tuple[st.SearchStrategy[Operation], ...]:
     )
 
 
-def operations() -> st.SearchStrategy[Operation]:
-    """One operation; sends and receives first, as the simplest (shrinking prefers them)."""
-    return st.one_of(*_single_operations())
-
-
-def _present(draw: st.DrawFn) -> bool:
-    """Whether a round's optional part is there: in three draws of four; absent is the first choice, so shrinking
-    takes the part away."""
-    return draw(st.integers(0, 3)) != 0
-
-
-@st.composite
-def tx_round(draw: st.DrawFn) -> tuple[Operation, ...]:
-    """A round a transaction does not commit: messages sent to a queue, some of them received (and acknowledged) in
-    the transacted session, then rolled back or left for the session's close to roll back; what the transaction
-    rules judge (operations drawn one at a time make it in about 1 % of workloads).  Each part after the send is
-    optional, so that shrinking can leave the send alone (a plain send) when the rest plays no part."""
-    queue = draw(_queues)
-    round_: tuple[Operation, ...] = (Send(queue, draw(st.integers(1, 3))),)
-    if _present(draw):
-        round_ += (Receive(queue, draw(st.integers(1, 3)), tx=True),)
-        if _present(draw):
-            round_ += (Rollback(),)
-    return round_
-
-
-@st.composite
-def xa_completion(draw: st.DrawFn) -> tuple[Operation, ...]:
-    """A branch completed then forgotten: durable messages sent in a branch, committed (in one or two phases) or
-    rolled back, then a forget of its Xid and a recover.  The broker keeps nothing to forget (no heuristic
-    completion), so the forget must be refused with XAER_NOTA, and recover must not list the branch: what
-    ``dtx.completed-forgotten`` and ``dtx.prepared-survives`` judge (operations drawn one at a time make a forget
-    after a completion in about one workload in twenty).  Each part after the send is optional, as in
-    :func:`tx_round`."""
-    xid = draw(st.integers(0, XIDS - 1))
-    round_: tuple[Operation, ...] = (Xa("send", xid, draw(_queues), draw(st.integers(1, 3))),)
-    if _present(draw):
-        round_ += (Xa(draw(st.sampled_from(("commit", "rollback", "commit-one-phase"))), xid),)
-        if _present(draw):
-            round_ += (Xa("forget", xid),)
-            if _present(draw):
-                round_ += (Xa("recover", xid),)
-    return round_
-
-
-def steps() -> st.SearchStrategy[tuple[Operation, ...]]:
-    """What a workload is drawn as: one operation, or (as often as any one kind of operation) a round of several
-    that the transaction and XA rules judge, which operations drawn one at a time seldom make.  A round is one
-    step of the workload's list, so shrinking deletes it whole or takes its optional parts away, and the target
-    phase varies it in place; a round added in a slot of its own after the workload comes out in bursts
-    (hypothesis follows each example it draws with variants of it), and a failure its send alone carries cannot
-    shrink out of it."""
-    return st.one_of(*(alternative.map(lambda op: (op,)) for alternative in _single_operations()),
-                     tx_round(), xa_completion())
-
-
-def _workload_operations(max_operations: int) -> Callable[[list[tuple[Operation, ...]]], tuple[Operation, ...]]:
-    """The operations of a workload's drawn steps, the first ``max_operations`` of them, one idle spell kept."""
-    def flatten(drawn: list[tuple[Operation, ...]]) -> tuple[Operation, ...]:
-        return _one_idle_spell([op for step in drawn for op in step][:max_operations])
-    return flatten
-
-
 def _one_idle_spell(operations_: list[Operation]) -> tuple[Operation, ...]:
     """``operations_`` without the idle spells after the first: one gives the broker's flushes and the pings their
     time, a second only makes the run up to 4 s longer (and the target phase, which varies an exposed example in
@@ -185,11 +120,22 @@ def _one_idle_spell(operations_: list[Operation]) -> tuple[Operation, ...]:
 
 
 def workloads(max_operations: int = 8, reconnection: bool = True) -> st.SearchStrategy[Workload]:
-    """A configuration and up to ``max_operations`` operations (:func:`steps`, the operations past the bound left
-    out)."""
     return st.builds(Workload, config=client_configs(reconnection),
-                     operations=st.lists(steps(), min_size=1, max_size=max_operations).map(
-                         _workload_operations(max_operations)))
+                     operations=st.lists(operations(), min_size=1, max_size=max_operations).map(_one_idle_spell))
+
+
+@st.composite
+def tx_rounds(draw: st.DrawFn, example: Example) -> Example:
+    """``example`` with a round a transaction does not commit appended: messages sent to a queue, some of them
+    received (and acknowledged) in the transacted session, then rolled back or left for the session's close to roll
+    back (a shape the free mix seldom makes: about 1 % of its workloads)."""
+    queue = draw(_queues)
+    tail: tuple[Operation, ...] = (Send(queue, draw(st.integers(1, 3))),
+                                   Receive(queue, draw(st.integers(1, 3)), tx=True))
+    if draw(st.booleans().map(lambda b: not b)):
+        tail += (Rollback(),)
+    workload = example.workload
+    return Example(dataclasses.replace(workload, operations=workload.operations + tail), example.schedule)
 
 
 def _typed(direction: str, table: dict[str, tuple[str, ...]]) -> st.SearchStrategy[str]:
@@ -268,8 +214,8 @@ def examples(draw: st.DrawFn, max_operations: int = 8, max_faults: int = 3, rest
              restart_one_in: int = RESTART_ONE_IN) -> Example:
     """A workload, then a schedule whose faults are installed before one of its operations.  Then, each drawn after
     what comes before it (so that shrinking it to its first choice leaves the example as drawn before it): the
-    client's reconnection schedule and initial refusals; in one draw in two, a shape the failure, window, give-up
-    and backoff rules judge (:data:`_SHAPES`), where the bounds leave room; and with ``restart`` (the
+    client's reconnection schedule and initial refusals; in one draw in two, a shape the transaction, failure,
+    window, give-up and backoff rules judge (:data:`_SHAPES`), where the bounds leave room; and with ``restart`` (the
     target can restart its broker) non-durable queues and, in one example of ``restart_one_in``, a restart."""
     workload = draw(workloads(max_operations, reconnection=False))
     schedule = draw(fault_schedules(max_faults, max_at=len(workload.operations) - 1, refuse_initial=False))
@@ -328,6 +274,21 @@ def xa_rounds(draw: st.DrawFn) -> tuple[Operation, ...]:
         return (Xa("send", xid, queue, count), Xa("commit-one-phase", xid))
     return (Send(queue, count), Xa("receive", xid, queue, count), Xa("send", xid, queue, draw(st.integers(1, 3))),
             Xa("prepare", xid))
+
+
+@st.composite
+def xa_completions(draw: st.DrawFn, example: Example) -> Example:
+    """``example`` with a branch completed then forgotten appended: durable messages sent in a branch, committed (in
+    one or two phases) or rolled back, then a forget of its Xid and a recover.  The broker keeps nothing to forget
+    (no heuristic completion), so the forget must be refused with XAER_NOTA, and recover must not list the branch:
+    what ``dtx.completed-forgotten`` and ``dtx.prepared-survives`` judge (the free mix draws a forget in about one
+    example in twenty)."""
+    xid = draw(st.integers(0, XIDS - 1))
+    tail: tuple[Operation, ...] = (Xa("send", xid, draw(_queues), draw(st.integers(1, 3))),
+                                   Xa(draw(st.sampled_from(("commit", "rollback", "commit-one-phase"))), xid),
+                                   Xa("forget", xid), Xa("recover", xid))
+    workload = example.workload
+    return Example(dataclasses.replace(workload, operations=workload.operations + tail), example.schedule)
 
 
 @st.composite
@@ -412,8 +373,10 @@ def backoffs(draw: st.DrawFn, example: Example) -> Example:
 #: The shapes :func:`examples` adds to one example in two, each with the operations and faults it appends (what
 #: must be left room for): drawn by index, so the order is part of what a seed draws.
 _SHAPES: tuple[tuple[Any, int, int], ...] = (
+    (tx_rounds, 3, 0),
     (settled_cuts, 3, 1),
     (window_fills, 1, 0),
     (gave_up, 1, 2),
     (backoffs, 1, 2),
+    (xa_completions, 4, 0),
 )

@@ -271,20 +271,22 @@ def test_a_backoff_shape_makes_four_attempts_with_growing_waits_and_is_clean() -
     assert len(refused) == 3
 
 
-def test_the_xa_completion_round_forgets_a_completed_branch_clean_and_found_where_forget_says_ok(
+def test_the_xa_completion_shape_forgets_a_completed_branch_clean_and_found_where_forget_says_ok(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from hypothesis import find
 
     from cck.conformance.explore._model import Xa
-    from cck.conformance.explore._strategies import xa_completion
+    from cck.conformance.explore._strategies import xa_completions
     from cck.reference.broker._xa import OK, XAHandlers
 
-    round_ = find(xa_completion(), lambda r: len(r) == 4 and getattr(r[1], "action", "") == "commit")
-    xas = [op for op in round_ if isinstance(op, Xa)]
-    assert len(xas) == 4
-    assert [(op.action, op.xid) for op in xas] == [(a, xas[0].xid) for a in ("send", "commit", "forget", "recover")]
-    shaped = Example(Workload(ClientConfig(window=1024, connection_ttl_ms=10_000), (Send(0, 2), *round_)),
-                     FaultSchedule((CutAfterCommands(1),)))
+    base = Example(Workload(ClientConfig(window=1024, connection_ttl_ms=10_000), (Send(0, 2),)),
+                   FaultSchedule((CutAfterCommands(1),)))
+    shaped = find(xa_completions(base), lambda e: e.workload.operations[2].action == "commit")  # type: ignore[union-attr]
+    tail = shaped.workload.operations[1:]
+    assert shaped.workload.operations[:1] == base.workload.operations
+    assert [(op.action, op.xid) for op in tail if isinstance(op, Xa)] == [
+        ("send", tail[0].xid), ("commit", tail[0].xid), ("forget", tail[0].xid), ("recover", tail[0].xid)]  # type: ignore[union-attr]
+    assert shaped.schedule == base.schedule
     outcome = _on_broker(lambda url: run_example(url, shaped))
     assert outcome.kind == "clean", outcome.reason or outcome.describe()
     # a broker that answers the forget of the completed branch with OK is found

@@ -3,7 +3,6 @@ one line, maps onto the fault proxy's rules, and malformed input is refused with
 
 from __future__ import annotations
 
-import itertools
 import json
 
 import pytest
@@ -118,42 +117,3 @@ def test_a_drawn_settled_cut_comes_last_without_a_window(example: Example) -> No
         assert not receive.ack
         assert isinstance(send, Send)
         assert isinstance(last, Send)
-
-
-def test_a_transaction_round_shrinks_to_its_send_when_the_rest_plays_no_part() -> None:
-    # each part after the send is optional and absent is its first choice: a failure the send alone carries
-    # shrinks out of the round (a round appended in a slot of its own could not give its send back)
-    from hypothesis import find
-
-    from cck.conformance.explore._strategies import tx_round
-
-    assert find(tx_round(), lambda r: any(isinstance(op, Send) and op.count >= 2 for op in r)) == (Send(0, 2),)
-    full = find(tx_round(), lambda r: len(r) == 3)
-    assert [op.kind for op in full] == ["send", "receive", "rollback"]
-    send, receive, _ = full
-    assert isinstance(send, Send)
-    assert isinstance(receive, Receive)
-    assert receive.tx
-    assert receive.queue == send.queue
-
-
-def test_rounds_come_up_often_and_keep_the_workload_within_bounds() -> None:
-    seen = {"rolled back": 0, "forgotten": 0}
-
-    @settings(max_examples=300, deadline=None, database=None, derandomize=True)
-    @given(examples())
-    def draw(example: Example) -> None:
-        operations = example.workload.operations
-        assert 1 <= len(operations) <= 8
-        seen["rolled back"] += any(isinstance(a, Receive) and a.tx and b.kind == "rollback"
-                                   for a, b in itertools.pairwise(operations))
-        seen["forgotten"] += any(getattr(a, "action", "") in ("commit", "rollback", "commit-one-phase")
-                                 and getattr(b, "action", "") == "forget" and a.xid == b.xid  # type: ignore[attr-defined]
-                                 for a, b in itertools.pairwise(operations))
-
-    draw()
-    # each round is drawn as often as one kind of operation (1 step in 11), its parts there in 3 draws of 4; what
-    # hypothesis draws here depends on the modules loaded (it mixes in constants it finds in them): 17 to 31 rolled
-    # back and 37 to 54 forgotten of these 300 seen
-    assert seen["rolled back"] >= 10, seen
-    assert seen["forgotten"] >= 10, seen
