@@ -31,8 +31,9 @@ confirmation naming a command past those the broker received is one (``window.ex
 refused some). The close rule is judged only where nothing but forwarding and delaying happened on the connection
 from the close on (so the close was answered, and the last NULL_RESPONSE on the channel is at or after that
 answer), and no command the broker may answer was still waiting for its answer when the close was sent (the answer
-after the close could then be that command's). The timing rules use the proxy's clock for both ends: when a command was written to the broker (``ts_ns``)
-and when the broker's answer had arrived (``seen_ns``), so a delay rule holding the answer changes nothing.
+after the close could then be that command's). The timing rules use the proxy's clock for both ends: when a command
+was written to the broker (``ts_ns``) and when the broker's answer had arrived (``seen_ns``), so a delay rule
+holding the answer changes nothing.
 """
 
 from __future__ import annotations
