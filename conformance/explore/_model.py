@@ -477,6 +477,22 @@ class Workload:
         """Whether it uses the XA session."""
         return any(isinstance(op, Xa) for op in self.operations)
 
+    @property
+    def preloaded(self) -> dict[int, int]:
+        """Queue index -> how many messages the runner puts on it before the workload (straight on the broker):
+        for a transacted receive that reads a queue the workload has sent nothing to yet, as many as it asks for.
+        Without them such a receive gets nothing, and what a transaction must give back when it ends without a
+        commit (rules 1 and 2 of ``_redelivery``) would be judged only where a send to the same queue happened to
+        come first."""
+        out: dict[int, int] = {}
+        sent: set[int] = set()
+        for op in self.operations:
+            if isinstance(op, Receive) and op.tx and op.queue not in sent:
+                out.setdefault(op.queue, op.count)
+            elif isinstance(op, Send) or (isinstance(op, Xa) and op.action == "send"):
+                sent.add(op.queue)
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"config": self.config.to_dict(),
                                "operations": [_operation_to_dict(op) for op in self.operations]}

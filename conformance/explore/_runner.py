@@ -64,6 +64,7 @@ from ._model import (
     RestartBroker,
     Rollback,
     Send,
+    Workload,
     Xa,
 )
 from ._redelivery import COMMIT, ROLLBACK, TX_ACK
@@ -184,6 +185,10 @@ def _settings(example: Example, limits: Limits, protocol_version: int | None) ->
         # Below 130 a windowed send is answered only by a confirmation; ask for an answer to every send.
         settings = dataclasses.replace(settings, block_on_non_durable_send=True)
     return settings
+
+
+#: The history's process for the messages put on the queues before the workload (``Workload.preloaded``).
+PRELOAD = "preload"
 
 
 def _message(key: str, seq: int, durable: bool) -> CoreMessage:
@@ -497,10 +502,12 @@ async def _bounded(awaitable: Awaitable[T], seconds: float, what: str) -> T:
         raise _Indeterminate(f"{what} took longer than {seconds:g} s") from None
 
 
-async def _setup(url: str, run_id: str, settings: ClientSettings, limits: Limits,
-                 volatile: tuple[int, ...] = ()) -> None:
-    """The example's queues, over a plain connection straight to the broker."""
-    plain = dataclasses.replace(settings, reconnect_attempts=0)
+async def _setup(url: str, run_id: str, settings: ClientSettings, limits: Limits, workload: Workload,
+                 history: History, sent: dict[str, SentMessage]) -> None:
+    """The example's queues, over a plain connection straight to the broker, and the messages the workload has
+    preloaded (``Workload.preloaded``): durable, each sent blocking and recorded as an answered send of process
+    ``preload`` (and in ``sent``)."""
+    plain = dataclasses.replace(settings, reconnect_attempts=0, block_on_durable_send=True)
     try:
         async with await _bounded(connect(url, settings=plain, connect_timeout=limits.settle_s), limits.settle_s,
                                   "connecting to the broker") as connection:
@@ -508,7 +515,16 @@ async def _setup(url: str, run_id: str, settings: ClientSettings, limits: Limits
             for index in range(len(QUEUES)):
                 name = queue_name(run_id, index)
                 await session.create_queue(name, name, routing_type=RoutingType.ANYCAST,
-                                           durable=index not in volatile)
+                                           durable=index not in workload.volatile)
+            for index, count in sorted(workload.preloaded.items()):
+                producer = session.create_producer(queue_name(run_id, index))
+                for seq in range(count):
+                    key = f"{run_id}-p{index}.{seq}"
+                    name = f"preload-{QUEUES[index]}"
+                    history.invoke_send(PRELOAD, key, producer=name, seq=seq)
+                    sent[key] = SentMessage(index, True, time.monotonic_ns())
+                    await _bounded(producer.send(_message(key, seq, True)), limits.settle_s, "preloading a message")
+                    history.ok(PRELOAD, "send", key, producer=name, seq=seq)
             await session.close()
     except ClientError as exc:
         raise _Indeterminate(f"setting up the queues straight on the broker failed: {exc!r}") from exc
@@ -593,7 +609,7 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
     call_ends = [] if call_ends is None else call_ends
     run_id = uuid.uuid4().hex[:8]
     settings = _settings(example, limits, protocol_version)
-    await _setup(url, run_id, settings, limits, example.workload.volatile)
+    await _setup(url, run_id, settings, limits, example.workload, history, {} if sent is None else sent)
     host, port = _host_port(url)
     proxy = FaultProxy(host, port, stop_timeout=2.0)
     proxy_box.append(proxy)

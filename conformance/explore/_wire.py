@@ -24,7 +24,8 @@ from it. A command the broker refused (EXCEPTION) is left out of the numbering (
 from protocol 130): the workload's only refused request is a CREATE_QUEUE of a queue that exists, and the broker
 answers a channel's commands in order, so each EXCEPTION saying so answers the oldest CREATE_QUEUE not yet answered
 (after a reattach the client replays refused ones back to back); a span with any other EXCEPTION is not judged.
-``window.zero``: with window 0 no session may be reattached (Artemis 2.44.0 sometimes is: deviation window.mode.6).
+``window.zero``: with window 0 no session may be reattached (Artemis 2.44.0 sometimes is: deviation window.mode.6);
+``reattach.no-window``: nor with window -1, where the window rules have nothing else to judge.
 The byte rule is judged on connection 1 only (what the broker's byte count is after a reattach is not on the wire),
 and only on confirmations that came: a confirmation still owed when a cut ended the connection is no finding; a
 confirmation naming a command past those the broker received is one (``window.exception-not-counted`` when it
@@ -337,12 +338,16 @@ def _ping_unflushed(log: _Log) -> str | None:
     return None
 
 
-def _zero_window_kept(log: _Log) -> str | None:
-    """``window.zero``: a session with window 0 was reattached (the broker keeps a connection's sessions after a
-    drop only when their window is > 0)."""
+def _reattached_without_window(log: _Log, window: int) -> str | None:
+    """``window.zero`` (window 0) and ``reattach.no-window`` (window -1): a session without a resend cache was
+    reattached (a broker keeps a connection's sessions for a reattach only when their window is above 0; Artemis
+    answers REATTACH_SESSION of a window -1 session ``reattached=false`` and closes it)."""
     for conn in log.conns:
         for r in log.frames(conn, "s2c"):
             if isinstance(r.packet, ReattachSessionResponseMessage) and r.packet.reattached:
+                if window < 0:
+                    return (f"reattach.no-window: a session with confirmation window -1 was reattached on connection "
+                            f"{conn} (window -1 disables the resend cache: the client must recreate it)")
                 return (f"window.zero: a session with confirmation window 0 was reattached on connection {conn} "
                         "(Artemis 2.44.0 does this when the client comes back at once: its known deviation "
                         "window.mode.6)")
@@ -351,14 +356,15 @@ def _zero_window_kept(log: _Log) -> str | None:
 
 def judge_wire(records: Iterable[WireRecord], *, window: int, refusals_counted: bool = False) -> WireJudgement:
     """Judge the confirmation-window rules on one run's wire log; ``window``: the client's confirmation window
-    (both ends use it; -1: no window, nothing to judge); ``refusals_counted``: the protocol is older than 130,
-    whose brokers count a refused command."""
-    if window < 0:
-        return WireJudgement()
+    (both ends use it; -1: no window, so only that no session was reattached); ``refusals_counted``: the protocol
+    is older than 130, whose brokers count a refused command."""
     log = _Log(records)
+    if window < 0:  # nothing is confirmed: only whether a session was reattached is judged
+        kept = _reattached_without_window(log, window)
+        return WireJudgement(() if kept is None else (kept,))
     findings: list[str] = []
     notes: list[str] = []
-    if window == 0 and (kept := _zero_window_kept(log)) is not None:
+    if window == 0 and (kept := _reattached_without_window(log, window)) is not None:
         findings.append(kept)
     for span in _broker_spans(log, notes, refusals_counted=refusals_counted):
         found = [_close_unflushed(log, span), _missing_flush(log, span)]

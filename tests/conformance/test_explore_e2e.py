@@ -294,3 +294,30 @@ def test_the_xa_completion_shape_forgets_a_completed_branch_clean_and_found_wher
     found = _on_broker(lambda url: run_example(url, shaped))
     assert found.kind == "finding", found.describe()
     assert any("dtx.completed-forgotten" in f for f in found.judgement.findings)  # type: ignore[union-attr]
+
+
+def test_a_transacted_receive_from_an_empty_queue_gets_preloaded_messages_clean_and_found_where_a_rollback_drops_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from cck.reference.broker._transactions import Transactions
+
+    example = Example(Workload(ClientConfig(window=1024, connection_ttl_ms=10_000),
+                               (Receive(1, 2, tx=True), Send(0, 1))), FaultSchedule(()))
+    outcome = _on_broker(lambda url: run_example(url, example))
+    assert outcome.kind == "clean", outcome.reason or outcome.describe()
+    preloads = [op.value for op in outcome.history if op.process == "preload" and op.type == "ok"]
+    assert len(preloads) == 2
+    assert {op.value for op in outcome.history if op.process == "tx" and op.f == "receive"} == set(preloads)
+    # the session's close ends the transaction: a broker that then drops its acknowledgements is found
+    rollback_work = Transactions.rollback_work
+
+    def dropping(self: Transactions, session: object, *, cancel_deliveries: bool,
+                 closing_cleanly: bool = False) -> None:
+        session.tx.acks.clear()  # type: ignore[attr-defined]
+        rollback_work(self, session, cancel_deliveries=cancel_deliveries,  # type: ignore[arg-type]
+                      closing_cleanly=closing_cleanly)
+
+    monkeypatch.setattr(Transactions, "rollback_work", dropping)
+    found = _on_broker(lambda url: run_example(url, example))
+    assert found.kind == "finding", found.describe()
+    assert all("ack-rolled-back-lost" in f for f in found.judgement.findings), found.judgement  # type: ignore[union-attr]
+    assert len(found.judgement.findings) == 2  # type: ignore[union-attr]

@@ -105,6 +105,19 @@ def test_a_receive_left_unacknowledged_round_trips_and_older_examples_read_as_ac
     assert cut.describe() == "cut at c2s SESS_SEND #2, settled @op2"
 
 
+def test_a_transacted_receive_before_any_send_to_its_queue_has_messages_preloaded() -> None:
+    from cck.conformance.explore import Send
+    from cck.conformance.explore._model import Rollback, Xa
+
+    def preloaded(*operations: object) -> dict[int, int]:
+        return Workload(ClientConfig(), operations).preloaded  # type: ignore[arg-type]
+
+    assert preloaded(Receive(1, 2, tx=True), Rollback(), Receive(1, 3, tx=True)) == {1: 2}  # the first one's count
+    assert preloaded(Send(0, 1), Receive(0, 2, tx=True)) == {}  # a send came first
+    assert preloaded(Xa("send", 0, 2, 1), Receive(2, 1, tx=True), Receive(0, 3, tx=True, ack=False)) == {0: 3}
+    assert preloaded(Receive(0, 2), Receive(1, 1, tx=True), Send(1, 1)) == {1: 1}  # plain receives get none
+
+
 @FAST
 @given(examples())
 def test_a_drawn_settled_cut_comes_last_without_a_window(example: Example) -> None:

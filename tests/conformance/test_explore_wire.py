@@ -368,6 +368,13 @@ def test_a_window_zero_session_refused_or_a_positive_window_reattached_is_clean(
     assert _reattach(True).judge(window=1024).findings == ()
 
 
+def test_a_session_without_a_window_reattached_is_found_and_refused_is_clean() -> None:
+    judgement = _reattach(True).judge(window=-1)
+    assert _finding(judgement, "reattach.no-window"), judgement
+    assert not _finding(judgement, "window.zero")
+    assert _reattach(False).judge(window=-1).findings == ()
+
+
 # ---------------------------------------------------------------------------------------------------- the workload
 
 
