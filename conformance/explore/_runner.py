@@ -629,9 +629,13 @@ async def _run(url: str, example: Example, limits: Limits, protocol_version: int
             except ClientError as exc:
                 if example.schedule.refuse_initial < max(1, settings.initial_connect_attempts):
                     raise
-                # every initial attempt refused: the connect must fail; nothing was sent, so nothing to drain
+                # every initial attempt refused: the connect must fail; the workload sent nothing, so only what was
+                # preloaded is to be drained
                 client_log.append(ClientEntry(time.monotonic_ns(), "connect-failed", str(exc)))
-                return True
+                if not example.workload.preloaded:
+                    return True
+                _mark(timeline, "phase", "final drain, straight from the broker (not through the proxy)", drain=True)
+                return await _drain(url, run_id, settings, history, limits)
             client_log.append(ClientEntry(time.monotonic_ns(), "connected"))
             connection.add_failure_listener(
                 lambda error: client_log.append(ClientEntry(time.monotonic_ns(), "listener", str(error))))

@@ -321,3 +321,12 @@ def test_a_transacted_receive_from_an_empty_queue_gets_preloaded_messages_clean_
     assert found.kind == "finding", found.describe()
     assert all("ack-rolled-back-lost" in f for f in found.judgement.findings), found.judgement  # type: ignore[union-attr]
     assert len(found.judgement.findings) == 2  # type: ignore[union-attr]
+
+
+def test_preloaded_messages_are_drained_when_every_initial_connect_is_refused() -> None:
+    example = Example(Workload(ClientConfig(window=65_536, connection_ttl_ms=2_000),
+                               (Receive(1, 1), Receive(1, 1, tx=True))),
+                      FaultSchedule((CutAfterCommands(5),), refuse_initial=1))
+    outcome = _on_broker(lambda url: run_example(url, example))
+    assert outcome.kind == "clean", outcome.reason or outcome.describe()
+    assert [op.process for op in outcome.history if op.f == "receive"] == ["drain"]
