@@ -15,6 +15,7 @@ from cck.conformance.faults import (
 from ._model import (
     CutAfterCommands,
     CutAtFrame,
+    CutHalfOpen,
     CutSettled,
     DelayFrames,
     DropFrames,
@@ -31,6 +32,8 @@ def rule_of(fault: Fault) -> Rule:
     """The proxy rule that carries out ``fault``."""
     if isinstance(fault, CutAfterCommands):
         return CutAfter(fault.n, direction=fault.direction)
+    if isinstance(fault, CutHalfOpen):
+        return CutAfter(fault.n, direction=fault.direction, half_open=True)
     if isinstance(fault, CutAtFrame | CutSettled):  # a settled cut's hold is the runner's (``_settle``)
         return CutAfter(fault.n, direction=fault.direction, packet_types={fault.packet_type})
     if isinstance(fault, DropFrames):

@@ -36,6 +36,7 @@ __all__ = [
     "CreateExistingQueue",
     "CreateProducer",
     "CutAfterCommands",
+    "CutHalfOpen",
     "CutAtFrame",
     "CutSettled",
     "DelayFrames",
@@ -541,6 +542,27 @@ class CutAfterCommands:
 
 
 @dataclass(frozen=True, slots=True)
+class CutHalfOpen:
+    """As :class:`CutAfterCommands`, but only the client's side is reset: the broker's stays open and silent, as
+    behind a firewall that dropped the connection, so the client's reattach reaches a broker that has not yet seen
+    the connection fail (it finds out by its connection-ttl)."""
+
+    n: int
+    direction: Direction = "c2s"
+    at: int = 0
+    kind: Literal["cut-half-open"] = field(default="cut-half-open", init=False)
+
+    def __post_init__(self) -> None:
+        _check_range("n", self.n, 0, MAX_CUT_AFTER)
+        _check_range("at", self.at, 0, 12)
+        if self.direction not in _DIRECTIONS:
+            raise ExampleError(f"direction must be c2s or s2c, got {self.direction!r}")
+
+    def describe(self) -> str:
+        return f"cut the client's side after {self.n} confirmable {self.direction}" + _at(self.at)
+
+
+@dataclass(frozen=True, slots=True)
 class CutAtFrame:
     """Let ``n`` frames of ``packet_type`` pass in ``direction``, reset the connection when the next arrives."""
 
@@ -694,7 +716,7 @@ class RestartBroker:
 
 
 Fault: TypeAlias = (CutAfterCommands | CutAtFrame | DropFrames | DelayFrames | DuplicateFrames | ResetReattach
-                    | RefuseConnects | RestartBroker | CutSettled)
+                    | RefuseConnects | RestartBroker | CutSettled | CutHalfOpen)
 
 
 def _at(at: int) -> str:
@@ -711,6 +733,7 @@ _FAULT_FIELDS: dict[str, tuple[type[Any], tuple[str, ...]]] = {
     "refuse-connects": (RefuseConnects, ("count", "at")),
     "restart": (RestartBroker, ("graceful", "at")),
     "cut-settled": (CutSettled, ("n", "direction", "packet_type", "at")),
+    "cut-half-open": (CutHalfOpen, ("n", "direction", "at")),
 }
 
 

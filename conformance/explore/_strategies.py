@@ -37,6 +37,7 @@ from ._model import (
     CreateProducer,
     CutAfterCommands,
     CutAtFrame,
+    CutHalfOpen,
     CutSettled,
     DelayFrames,
     Direction,
@@ -186,6 +187,8 @@ def faults(max_at: int = 0) -> st.SearchStrategy[Fault]:
         _delay(at),
         _duplicate(at),
         _cut_settled(at),
+        # last, so that shrinking turns it into a plain cut where that fails as well
+        st.builds(CutHalfOpen, n=st.integers(0, 12), direction=_directions, at=st.just(at)),
     ))
 
 

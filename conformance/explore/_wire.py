@@ -50,7 +50,7 @@ from cck.codec import (
     ReattachSessionMessage,
     ReattachSessionResponseMessage,
 )
-from cck.conformance.faults import RAW, WireRecord
+from cck.conformance.faults import HALF_OPEN, RAW, WireRecord
 
 from ._judge import Judgement
 
@@ -243,7 +243,9 @@ def _late_confirmations(log: _Log, span: _Span, window: int) -> str | None:
 def _missing_flush(log: _Log, span: _Span) -> str | None:
     """``window.flush`` by the ttl check: the first command the broker left unconfirmed past the check interval
     and the slack, although it was seen writing on the connection later."""
-    s2c = log.frames(span.conn, "s2c")
+    # what the broker wrote after a half-open cut shows it still had the connection, not that this channel's
+    # session was still on it: the client's reattach may have moved it to another connection by then
+    s2c = [r for r in log.frames(span.conn, "s2c") if not (r.rule or "").startswith(HALF_OPEN)]
     if not s2c:
         return None
     alive_until = max(r.seen_ns for r in s2c)

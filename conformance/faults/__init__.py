@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from ._proxy import FaultProxy
 from ._rules import (
+    HALF_OPEN,
     Action,
     Blackhole,
     CutAfter,
@@ -53,6 +54,7 @@ __all__ = [
     "RuleHandle",
     "FrameView",
     # evidence
+    "HALF_OPEN",
     "Action",
     "AttemptOutcome",
     "AttemptRecord",

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
-from ._rules import Direction, FrameView, Verdict
+from ._rules import HALF_OPEN, Direction, FrameView, Verdict
 from ._stream import FrameSplitter, Unit, VersionTracker
 from ._wirelog import RAW, AttemptOutcome, AttemptRecord, EndBy, EndHow, EndRecord, WireLog, WireRecord
 
@@ -126,6 +126,7 @@ class _Item:
     data: bytes
     record: WireRecord | None  # logged when the item leaves (None: the preamble)
     cut: bool = False
+    half_open: bool = False  # a cut of the client's side only
 
 
 class _Pipe:
@@ -183,7 +184,8 @@ class _Pipe:
             env.log.add(replace(record, action="dropped", rule=verdict.rule))
         elif verdict.action == "cut":
             self.cut_by = verdict.rule
-            self._push(_Item(now, b"", replace(record, action="cut", rule=verdict.rule), cut=True))
+            self._push(_Item(now, b"", replace(record, action="cut", rule=verdict.rule), cut=True,
+                             half_open=verdict.half_open))
         else:
             release = now + round(verdict.delay_s * 1e9)
             self._push(_Item(release, unit.data * verdict.copies,
@@ -217,7 +219,7 @@ class _Pipe:
             self.queued -= len(item.data)
             if item.cut:
                 assert item.record is not None
-                conn.cut(item.record)
+                conn.cut(item.record, half_open=item.half_open)
                 return
             if target.is_closing():
                 if item.record is not None:
@@ -386,10 +388,16 @@ class ProxiedConnection:
 
     # -------------------------------------------------------------- faults and shutdown
 
-    def cut(self, record: WireRecord) -> None:
-        """Reset both sides now (the cut frame is logged, not forwarded)."""
+    def cut(self, record: WireRecord, *, half_open: bool = False) -> None:
+        """Reset both sides now (the cut frame is logged, not forwarded); ``half_open``: reset only the client's
+        side and blackhole the broker's, which stays open until the broker closes it or the proxy stops."""
         self.env.log.add(replace(record, ts_ns=self.env.now_ns()))
-        self.close(rst=True, reason=f"connection cut by {record.rule}")
+        if not half_open:
+            self.close(rst=True, reason=f"connection cut by {record.rule}")
+            return
+        self._ended("proxy", "reset", f"client side cut by {record.rule}; the broker's side left open and silent")
+        self.kill(f"{HALF_OPEN} cut by {record.rule}")
+        self._close_side("client", rst=True)
 
     def kill(self, reason: str) -> None:
         """Blackhole: queued bytes are lost, nothing more is written, nothing is closed."""

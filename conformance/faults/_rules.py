@@ -25,6 +25,7 @@ from typing import Literal
 from cck.codec import PacketType
 
 __all__ = [
+    "HALF_OPEN",
     "Action",
     "Blackhole",
     "CutAfter",
@@ -67,12 +68,19 @@ class FrameView:
     confirmable: bool
 
 
+#: How the log names what a half-open cut (``CutAfter(half_open=True)``) did: the start of the rule of every frame
+#: read and dropped on its connection after it.
+HALF_OPEN = "half-open"
+
+
 @dataclass(frozen=True, slots=True)
 class Effect:
     """One rule's answer about one frame."""
 
     kind: Literal["drop", "cut", "delay", "duplicate"]
     seconds: float = 0.0
+    #: A cut: only the client's side is reset; the broker's is left open and silent (``CutAfter.half_open``).
+    half_open: bool = False
 
 
 @dataclass(slots=True, eq=False)  # identity: two installs of equal rules are two handles
@@ -241,7 +249,9 @@ class Duplicate(Rule):
 @dataclass(frozen=True, slots=True)
 class CutAfter(Rule):
     """Let ``confirmable_commands`` confirmable frames through, then reset the connection (RST both
-    sides) when the next one arrives; that frame is not forwarded.
+    sides) when the next one arrives; that frame is not forwarded.  With ``half_open`` only the client's
+    side is reset: the broker's stays open and silent (blackholed), as behind a firewall that forgot the
+    connection, until the broker closes it (its connection-ttl) or the proxy stops.
 
     Counted: frames of ``direction`` whose packet ``requires_confirmations()``, on session channels
     (>= 10) or only on ``channel`` when given; with ``packet_types``, instead every frame of those types
@@ -253,6 +263,7 @@ class CutAfter(Rule):
     direction: str = "c2s"
     channel: int | None = None
     packet_types: AbstractSet[str] | None = None
+    half_open: bool = False
 
     def __post_init__(self) -> None:
         if self.confirmable_commands < 0:
@@ -275,7 +286,7 @@ class CutAfter(Rule):
     def effect(self, view: FrameView, handle: RuleHandle) -> Effect | None:
         if handle.spent or not self._counts(view) or handle.counted < self.confirmable_commands:
             return None
-        return Effect("cut")
+        return Effect("cut", half_open=self.half_open)
 
     def observe(self, view: FrameView, handle: RuleHandle, *, forwarded: bool) -> None:
         # Only frames that really went on count: one dropped by another rule never reached the peer.
@@ -335,6 +346,8 @@ class Verdict:
     copies: int = 1
     #: The rule(s) that shaped it, for the wire log.
     rule: str | None = None
+    #: A cut that resets only the client's side (``Effect.half_open``).
+    half_open: bool = False
 
 
 _FORWARD = Verdict("forwarded")
@@ -347,7 +360,8 @@ def judge(handles: Sequence[RuleHandle], view: FrameView) -> Verdict:
     if terminal is not None:
         handle, effect = terminal
         handle._consume()
-        verdict = Verdict("dropped" if effect.kind == "drop" else "cut", rule=handle.rule.describe())
+        verdict = Verdict("dropped" if effect.kind == "drop" else "cut", rule=handle.rule.describe(),
+                          half_open=effect.half_open)
     elif effects:
         for handle, _ in effects:
             handle._consume()

@@ -330,3 +330,21 @@ def test_preloaded_messages_are_drained_when_every_initial_connect_is_refused() 
     outcome = _on_broker(lambda url: run_example(url, example))
     assert outcome.kind == "clean", outcome.reason or outcome.describe()
     assert [op.process for op in outcome.history if op.f == "receive"] == ["drain"]
+
+
+@pytest.mark.parametrize("window", [-1, 65_536])
+def test_a_half_open_cut_reaches_a_broker_that_still_holds_the_session_and_is_clean(window: int) -> None:
+    from cck.conformance.explore import CutHalfOpen
+
+    example = Example(Workload(ClientConfig(window=window, connection_ttl_ms=10_000),
+                               (Send(0, 2), Receive(0, 1, tx=True), Send(1, 1))),
+                      FaultSchedule((CutHalfOpen(0, at=2),)))
+    assert example.schedule.faults[0].describe() == "cut the client's side after 0 confirmable c2s @op2"
+    outcome = _on_broker(lambda url: run_example(url, example))
+    assert outcome.kind == "clean", outcome.reason or outcome.describe()
+    ends = {end["conn"]: end for end in outcome.ends}
+    assert ends[1]["reason"].startswith("client side cut by")
+    answers = [record["packet"] for record in outcome.wire if record.get("type") == "REATTACH_SESSION_RESP"]
+    assert answers, outcome.wire
+    # with a window the session moves to the new connection; without one the broker refuses and the client recreates
+    assert all(("reattached=True" in str(a)) == (window > 0) for a in answers), answers

@@ -3,6 +3,7 @@ breaks it, stays quiet on what conforms, and judges nothing where the proxy's fa
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import pytest
@@ -26,7 +27,7 @@ from cck.conformance.explore._model import (
 )
 from cck.conformance.explore._strategies import operations
 from cck.conformance.explore._wire import CHECK_S, FLUSH_SLACK_S, WireJudgement, judge_wire, with_wire
-from cck.conformance.faults import WireRecord
+from cck.conformance.faults import HALF_OPEN, WireRecord
 from cck.conformance.oracles import History
 
 S = 1_000_000_000
@@ -133,6 +134,16 @@ def test_missing_flush_not_judged_when_the_connection_ends_early() -> None:
     wire.command(t=0)
     wire.add("s2c", "PING", t=CHECK_S + FLUSH_SLACK_S - 0.5, channel=0)
     assert wire.judge().findings == ()
+
+
+def test_what_the_broker_wrote_after_a_half_open_cut_is_not_taken_for_the_session_still_being_there() -> None:
+    wire = Wire()
+    wire.command(t=0)
+    late = wire.add("s2c", "PING", t=CHECK_S + FLUSH_SLACK_S + 1, channel=0, action="dropped")
+    wire.records[-1] = dataclasses.replace(late, rule=f"{HALF_OPEN} cut by CutAfter(...)")
+    assert wire.judge().findings == ()  # the session may have moved to the client's new connection by then
+    wire.records[-1] = dataclasses.replace(late, rule="blackhole")  # any other dropped write still counts
+    assert _finding(wire.judge(), "window.flush: command 0")
 
 
 def test_a_dropped_command_is_not_counted() -> None:

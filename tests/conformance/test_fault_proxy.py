@@ -649,6 +649,29 @@ def test_a_cut_ends_the_connection_by_the_proxy_naming_the_rule() -> None:
     run(scenario)
 
 
+def test_a_half_open_cut_resets_the_client_and_leaves_the_broker_side_open_and_silent() -> None:
+    async def scenario() -> None:
+        async with Recorder() as upstream, FaultProxy("127.0.0.1", upstream.port) as proxy:
+            rule = CutAfter(1, packet_types={"PING"}, half_open=True)
+            proxy.add(rule)
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+            writer.write(PREAMBLE + frames((Ping(1), 0), (Ping(2), 0)))
+            with pytest.raises(ConnectionResetError):
+                await read_until_closed(reader)
+            await proxy.wait_for_record(lambda r: r.action == "cut", WAIT_S)
+            # the broker's side is still open: what it writes now is read and dropped, and it heard of no close
+            upstream._writers[0].write(frames((Ping(3), 0)))
+            late = await proxy.wait_for_record(lambda r: r.direction == "s2c" and r.action == "dropped", WAIT_S)
+            assert "half-open" in (late.rule or "")
+            assert upstream.errors == []
+            writer.close()
+        end = proxy.ends[0]
+        assert (end.by, end.how) == ("proxy", "reset")
+        assert (end.reason or "").startswith("client side cut by")
+
+    run(scenario)
+
+
 def test_every_connection_ends_exactly_once(tmp_path: Path) -> None:
     """Connections of every fate: refused, cut by cut_all, closed by the client, blackholed then closed by the
     client, blackholed and open at stop, open at stop; each has one end, and stop logs the ones still open."""
