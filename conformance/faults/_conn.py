@@ -396,7 +396,7 @@ class ProxiedConnection:
             self.close(rst=True, reason=f"connection cut by {record.rule}")
             return
         self._ended("proxy", "reset", f"client side cut by {record.rule}; the broker's side left open and silent")
-        self.kill(f"{HALF_OPEN} cut by {record.rule}")
+        self.kill(record.rule or HALF_OPEN)  # the rule's description starts with HALF_OPEN
         self._close_side("client", rst=True)
 
     def kill(self, reason: str) -> None:

@@ -68,8 +68,8 @@ class FrameView:
     confirmable: bool
 
 
-#: How the log names what a half-open cut (``CutAfter(half_open=True)``) did: the start of the rule of every frame
-#: read and dropped on its connection after it.
+#: How the log names what a half-open cut (``CutAfter(half_open=True)``) did: the start of the rule of its cut frame
+#: and of every frame read and dropped on its connection after it.
 HALF_OPEN = "half-open"
 
 
@@ -287,6 +287,10 @@ class CutAfter(Rule):
         if handle.spent or not self._counts(view) or handle.counted < self.confirmable_commands:
             return None
         return Effect("cut", half_open=self.half_open)
+
+    def describe(self) -> str:
+        # a half-open cut's record, and every frame dropped after it, name it first: what the log's readers look for
+        return f"{HALF_OPEN} {self!r}" if self.half_open else repr(self)
 
     def observe(self, view: FrameView, handle: RuleHandle, *, forwarded: bool) -> None:
         # Only frames that really went on count: one dropped by another rule never reached the peer.

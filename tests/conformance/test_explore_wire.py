@@ -379,6 +379,16 @@ def test_a_window_zero_session_refused_or_a_positive_window_reattached_is_clean(
     assert _reattach(True).judge(window=1024).findings == ()
 
 
+def test_a_window_zero_session_reattached_after_a_half_open_cut_is_only_noted() -> None:
+    wire = _reattach(True)
+    cut = wire.add("c2s", "SESS_SEND", t=0.5, confirmable=True, action="cut")  # conn 1's, the broker's side left open
+    wire.records[-1] = dataclasses.replace(cut, rule=f"{HALF_OPEN} CutAfter(...)")
+    judgement = wire.judge(window=0)
+    assert judgement.findings == ()
+    assert any("window.zero" in note and "half-open" in note for note in judgement.notes)
+    assert _finding(wire.judge(window=-1), "reattach.no-window")  # window -1 is never reattached
+
+
 def test_a_session_without_a_window_reattached_is_found_and_refused_is_clean() -> None:
     judgement = _reattach(True).judge(window=-1)
     assert _finding(judgement, "reattach.no-window"), judgement
