@@ -8,7 +8,8 @@ nothing ran).  Only ``allowed`` and ``refused`` are judged: a conforming broker 
 session one way or the other, and the model decides which.
 
 An allowance the model refuses, on Artemis 2.44.0 in the guest realm, can be its known deviation
-``security.anonymous.3`` (grants cached under the claimed user name): the finding then names it.
+``security.anonymous.3`` (grants cached under the claimed user name): the finding then names it and cites its clause
+last (``[security.anonymous]``), so that an exploration can set it aside (``--ignore-clause``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ __all__ = ["Answer", "Answered", "judge_security"]
 Answered = Literal["allowed", "refused", "error", "unknown", "skipped"]
 #: the known deviation an allowance in the guest realm may be (conformance/deviations/artemis-2.44.0.toml)
 CACHE_DEVIATION = "security.anonymous.3"
+#: its clause, which such a finding cites last (so ``cck explore --ignore-clause security.anonymous`` sets it aside,
+#: and only it: other findings in the guest realm cite nothing)
+CACHE_CLAUSE = "security.anonymous"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +91,7 @@ def judge_security(example: SecurityExample, answers: Sequence[Answer]) -> Judge
         ):
             line += (
                 f"; Artemis 2.44.0's known deviation {CACHE_DEVIATION}: grants cached under the claimed name "
-                f"{identity.claimed!r}, which another identity holds this permission under"
+                f"{identity.claimed!r}, which another identity holds this permission under [{CACHE_CLAUSE}]"
             )
         findings.append(line)
     result = check([], final_drain_complete=True, allow_duplicates=True)

@@ -286,11 +286,13 @@ def test_judge_names_the_cache_deviation() -> None:
     findings = _judged(example, (0, None, "allowed"), (1, None, "allowed"), (1, 0, "allowed"))
     assert len(findings) == 1
     assert "security.anonymous.3" in findings[0]
+    assert findings[0].endswith("[security.anonymous]")  # what --ignore-clause security.anonymous sets aside
     # a refusal where the model allows is never the deviation (it only ever grants more)
     example = SecurityExample("guest", (Login("wendy-wrong", (Attempt("send", _place("cck.sx.a.x")),)),))
     findings = _judged(example, (0, None, "allowed"), (0, 0, "refused"))
     assert len(findings) == 1
     assert "security.anonymous.3" not in findings[0]
+    assert not findings[0].endswith("]")
 
 
 def test_judge_leaves_unknown_answers_and_a_wrong_login_be() -> None:

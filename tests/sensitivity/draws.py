@@ -1,5 +1,5 @@
 """python -m tests.sensitivity.draws [--seed S] [--examples N] [--per N]: what the exploration loop draws, counted
-per ``--per`` runs: the rounds and shapes the mutation set's rules need, with a runner that runs nothing.
+per ``--per`` runs: the rounds and faults the mutation set's rarest rules need, with a runner that runs nothing.
 
 Whether a mutant dies in a short exploration depends first on whether an example its rule judges comes up in time;
 hypothesis draws in bursts (docs/exploration.md, "Aiming at exposure"), so the count per hundred runs says more
@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import argparse
 import io
-import itertools
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from cck.conformance.explore import AnyExample, Example, Receive
+from cck.conformance.explore import AnyExample, CutHalfOpen, Example, Receive
 from cck.conformance.explore._explore import ExploreConfig, explore
 from cck.conformance.explore._model import Xa
 from cck.conformance.explore._runner import Outcome
@@ -26,21 +25,33 @@ _RUN_S = 1.0
 
 
 def _rolled_back(example: Example) -> bool:
-    """A transaction round rolled back: a transacted receive followed at once by a rollback."""
-    return any(isinstance(a, Receive) and a.tx and b.kind == "rollback"
-               for a, b in itertools.pairwise(example.workload.operations))
+    """A transacted, acknowledging receive followed by a rollback before any commit: what rule 2 of ``_redelivery``
+    judges (the runner preloads the queue of a transacted receive that would otherwise find it empty)."""
+    operations = example.workload.operations
+    for index, op in enumerate(operations):
+        if isinstance(op, Receive) and op.tx and op.ack:
+            ended = next((later.kind for later in operations[index + 1:] if later.kind in ("commit", "rollback")), None)
+            if ended == "rollback":
+                return True
+    return False
 
 
 def _forgotten(example: Example) -> bool:
-    """A completed XA branch forgotten at once."""
-    return any(isinstance(a, Xa) and isinstance(b, Xa) and a.action in ("commit", "rollback", "commit-one-phase")
-               and b.action == "forget" and a.xid == b.xid
-               for a, b in itertools.pairwise(example.workload.operations))
+    """Any XA forget: the runner forgets a completed branch, or else an Xid never started, and the broker knows
+    neither (``dtx.completed-forgotten``)."""
+    return any(isinstance(op, Xa) and op.action == "forget" for op in example.workload.operations)
+
+
+def _half_open_without_window(example: Example) -> bool:
+    """A half-open cut of a connection whose sessions have no window (-1 or 0): the reattach reaches a broker that
+    still holds a session it must not reattach."""
+    return example.workload.config.window <= 0 and any(isinstance(f, CutHalfOpen) for f in example.schedule.faults)
 
 
 #: What is counted, by column name.
-COUNTED: dict[str, Callable[[Example], bool]] = {"rolled-back round": _rolled_back,
-                                                  "forget after completion": _forgotten}
+COUNTED: dict[str, Callable[[Example], bool]] = {"rolled back after a tx receive": _rolled_back,
+                                                  "forget": _forgotten,
+                                                  "half-open cut, no window": _half_open_without_window}
 
 
 @dataclass(frozen=True, slots=True)
