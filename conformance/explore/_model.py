@@ -521,6 +521,14 @@ class Workload:
 # ---------------------------------------------------------------------------------------------------- faults
 
 
+def _check_cut_after(n: int, direction: str, at: int) -> None:
+    """The bounds a cut after ``n`` confirmable commands keeps (``CutAfterCommands``, ``CutHalfOpen``)."""
+    _check_range("n", n, 0, MAX_CUT_AFTER)
+    _check_range("at", at, 0, 12)
+    if direction not in _DIRECTIONS:
+        raise ExampleError(f"direction must be c2s or s2c, got {direction!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class CutAfterCommands:
     """Reset the connection when confirmable session command ``n + 1`` of ``direction`` arrives (the proxy's
@@ -532,10 +540,7 @@ class CutAfterCommands:
     kind: Literal["cut-after-commands"] = field(default="cut-after-commands", init=False)
 
     def __post_init__(self) -> None:
-        _check_range("n", self.n, 0, MAX_CUT_AFTER)
-        _check_range("at", self.at, 0, 12)
-        if self.direction not in _DIRECTIONS:
-            raise ExampleError(f"direction must be c2s or s2c, got {self.direction!r}")
+        _check_cut_after(self.n, self.direction, self.at)
 
     def describe(self) -> str:
         return f"cut after {self.n} confirmable {self.direction}" + _at(self.at)
@@ -553,10 +558,7 @@ class CutHalfOpen:
     kind: Literal["cut-half-open"] = field(default="cut-half-open", init=False)
 
     def __post_init__(self) -> None:
-        _check_range("n", self.n, 0, MAX_CUT_AFTER)
-        _check_range("at", self.at, 0, 12)
-        if self.direction not in _DIRECTIONS:
-            raise ExampleError(f"direction must be c2s or s2c, got {self.direction!r}")
+        _check_cut_after(self.n, self.direction, self.at)
 
     def describe(self) -> str:
         return f"cut the client's side after {self.n} confirmable {self.direction}" + _at(self.at)
