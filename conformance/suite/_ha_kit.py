@@ -43,25 +43,29 @@ TOPOLOGY_S = 20.0
 
 
 def ha_spec(policy: Policy, *, allow_failback: bool = True, failover_on_shutdown: bool = False,
-            lock_manager: bool = False, transparent_resume: bool = False) -> HASpec:
-    """The pair's ``<ha-policy>`` under ``policy`` (what :func:`pair` starts, and ``benchmarks/ha_soak.py``)."""
+            lock_manager: bool = False, transparent_resume: bool = False, primary_restarts: bool = True) -> HASpec:
+    """The pair's ``<ha-policy>`` under ``policy`` (what :func:`pair` starts, and ``benchmarks/ha_soak.py``).
+    ``primary_restarts``: the primary is started again after a failover or a stop (see below)."""
     # a replication primary that is started again asks whether its backup took over (Artemis needs it to fail back);
-    # under a lock manager the lock decides that instead
+    # under a lock manager the lock decides that instead.  On a first start the answer is always no (the backup has no
+    # acceptor open), but asking costs an Artemis primary about 2 s (its locator's connect to the passive backup fails
+    # only after a retry interval): a pair whose primary starts only once does not ask.
     return HASpec(policy, allow_failback=allow_failback, failover_on_shutdown=failover_on_shutdown,
-                  check_for_live_server=policy == "replication" and not lock_manager, lock_manager=lock_manager,
-                  transparent_resume=transparent_resume)
+                  check_for_live_server=policy == "replication" and not lock_manager and primary_restarts,
+                  lock_manager=lock_manager, transparent_resume=transparent_resume)
 
 
 def pair(make_target: MakeTarget, evidence: CaseEvidence, policy: Policy, *, like: NodeSpec | None = None,
          allow_failback: bool = True, failover_on_shutdown: bool = False, lock_manager: bool = False,
          transparent_resume: bool = False, cluster: ClusterSpec | None = None,
-         ports: tuple[int, int] | None = None) -> ManagedTarget:
+         ports: tuple[int, int] | None = None, primary_restarts: bool = False) -> ManagedTarget:
     """The case's pair, started (primary first), described in the evidence.  ``lock_manager``: replication under
     the broker's file-based lock manager; ``cluster``: the pair's cluster connection (failure detection, links
     through proxies); ``ports``: the acceptors' ports, chosen by the caller (who must know them beforehand);
-    ``transparent_resume``: the reference broker's session mirroring (replication; Artemis has none)."""
+    ``transparent_resume``: the reference broker's session mirroring (replication; Artemis has none);
+    ``primary_restarts``: the case starts the primary again (a replication primary then checks for a live server)."""
     ha = ha_spec(policy, allow_failback=allow_failback, failover_on_shutdown=failover_on_shutdown,
-                 lock_manager=lock_manager, transparent_resume=transparent_resume)
+                 lock_manager=lock_manager, transparent_resume=transparent_resume, primary_restarts=primary_restarts)
     topology = Topology.ha_pair(ha, cluster, like=like)
     if ports is not None:
         topology = dataclasses.replace(topology, nodes=tuple(

@@ -40,6 +40,7 @@ from ._kit import (
     RESTARTING,
     client_settings,
     drain,
+    fence_behind,
     judge_history,
     key_of,
     poll,
@@ -242,7 +243,7 @@ async def redelivered(consumer: Consumer, history: History, process: str, expect
     """The ``expected`` messages delivered again after a failure (acknowledged individually; the drain ends after
     a quiet window), noted with their delivery counts."""
     again = await drain(consumer, history, process, expected=expected, quiet_s=settings.deadline(QUIET_S),
-                        receive_s=settings.deadline(RECEIVE_S))
+                        receive_s=settings.deadline(RECEIVE_S), fence=await fence_behind(consumer))
     evidence.note("redelivered", [(key_of(d), d.delivery_count) for d in again])
     return again
 

@@ -184,6 +184,10 @@ async def admin_session(target: Target) -> tuple[Connection, Session]:
     return connection, await connection.create_session(username=ADMIN.name, password=ADMIN.password)
 
 
+#: how long closing a raw TLS connection waits for the broker's close_notify
+TLS_SHUTDOWN_S = 1.0
+
+
 @dataclass
 class Wire:
     """A connection to ``url`` that the kit writes frames to itself, with no session and no client logic; every
@@ -205,7 +209,11 @@ class Wire:
 
     async def __aenter__(self) -> Wire:
         host, _, port = self.url.removeprefix("tcp://").rpartition(":")
-        reader, self._writer = await asyncio.open_connection(host.strip("[]"), int(port), ssl=self.tls)
+        # a TLS close waits for the broker's close_notify (asyncio's default: up to 30 s, and Artemis sends none): the
+        # kit judges nothing of it, so the wait is bounded
+        reader, self._writer = await asyncio.open_connection(
+            host.strip("[]"), int(port), ssl=self.tls,
+            ssl_shutdown_timeout=TLS_SHUTDOWN_S if self.tls is not None else None)
         self._writer.write(self.settings.preamble_bytes())
         self._reading = asyncio.ensure_future(self._read(reader))
         return self

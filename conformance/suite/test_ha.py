@@ -40,6 +40,7 @@ from ._kit import (
     client_settings,
     drain,
     drain_queue,
+    fence_behind,
     judged,
     key_of,
     queue_for,
@@ -252,7 +253,8 @@ def test_a_consumer_receives_again_after_failover(case: Case, cck_make_target: M
             after = await send_keyed(session.create_producer(queue), history, f"{case.id}:after", [True] * COUNT,
                                      name="Q", process="producer")
             again = await drain(consumer, history, "consumer", expected=COUNT,
-                                quiet_s=cck_settings.deadline(QUIET_S), receive_s=cck_settings.deadline(RECEIVE_S))
+                                quiet_s=cck_settings.deadline(QUIET_S), receive_s=cck_settings.deadline(RECEIVE_S),
+                                fence=await fence_behind(consumer))
             got = [key_of(d) for d in again]
             evidence.note("received_after_failover", got)
             repeated = sorted(set(got) & set(before))
@@ -316,7 +318,8 @@ def test_the_session_resumes_on_the_backup(case: Case, cck_make_target: MakeTarg
             await transacted.commit()
             history.ok("tx", "send", pending, producer="T", seq=0)
             after = await drain(consumer, history, "consumer", expected=1, quiet_s=cck_settings.deadline(QUIET_S),
-                                receive_s=cck_settings.deadline(RECEIVE_S), ack="none")
+                                receive_s=cck_settings.deadline(RECEIVE_S), ack="none",
+                                fence=await fence_behind(consumer))
             keys = [key_of(d) for d in after]
             evidence.note("received_after_resume", keys)
             assert waiting not in keys, "the unacknowledged message was delivered again after the resume"

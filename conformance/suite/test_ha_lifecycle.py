@@ -39,6 +39,7 @@ from ._kit import (
     client_settings,
     drain,
     drain_queue,
+    fence_behind,
     judged,
     queue_for,
     run,
@@ -62,7 +63,7 @@ def _on(connection: Connection, server: Connector, role: str, evidence: CaseEvid
 async def _receive(consumer: Consumer, history: History, count: int, settings: Settings, process: str) -> int:
     """``count`` messages through ``consumer`` (each acknowledged), then nothing more for a quiet window."""
     got = await drain(consumer, history, process, expected=count, quiet_s=settings.deadline(QUIET_S),
-                      receive_s=settings.deadline(RECEIVE_S))
+                      receive_s=settings.deadline(RECEIVE_S), fence=await fence_behind(consumer))
     return len(got)
 
 
@@ -98,7 +99,7 @@ FAILBACK = tuple(
 @cases(*FAILBACK)
 def test_the_primary_takes_its_place_back(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
                                           evidence: CaseEvidence) -> None:
-    target = pair(cck_make_target, evidence, case.params["policy"], allow_failback=True)
+    target = pair(cck_make_target, evidence, case.params["policy"], allow_failback=True, primary_restarts=True)
     consuming = case.params["variant"] == "consumer"
     queue = queue_for(case.id)
     history = History()
@@ -190,7 +191,8 @@ async def _stays_passive(target: ManagedTarget, watch: Watch, since: int, settin
 def test_a_graceful_stop_of_the_primary(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
                                         evidence: CaseEvidence) -> None:
     failover = case.params["failover"]
-    target = pair(cck_make_target, evidence, case.params["policy"], failover_on_shutdown=failover)
+    target = pair(cck_make_target, evidence, case.params["policy"], failover_on_shutdown=failover,
+                  primary_restarts=True)
     queue = queue_for(case.id)
     history = History()
     primary, backup = acceptor(target, "node0"), acceptor(target, "node1")
@@ -247,7 +249,7 @@ RESTART_ALL = tuple(
 @cases(*RESTART_ALL)
 def test_both_servers_restarted(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
                                 evidence: CaseEvidence) -> None:
-    target = pair(cck_make_target, evidence, case.params["policy"])
+    target = pair(cck_make_target, evidence, case.params["policy"], primary_restarts=True)
     queue = queue_for(case.id)
     history = History()
     durable = [case.params["kind"] != "mixed" or seq % 2 == 0 for seq in range(COUNT)]

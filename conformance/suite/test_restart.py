@@ -27,6 +27,7 @@ from ._kit import (
     RESTARTING,
     client_settings,
     drain,
+    fence_behind,
     judged,
     key_of,
     message,
@@ -138,7 +139,8 @@ def test_session_and_consumers_are_recreated(case: Case, cck_target: Target, cck
             record_receipt(history, "consumer-0", first)
             await consumers[0].acknowledge(first)
             rest = await drain(consumers[1], history, "consumer-1", expected=1,
-                               quiet_s=cck_settings.deadline(QUIET_S), receive_s=cck_settings.deadline(RECEIVE_S))
+                               quiet_s=cck_settings.deadline(QUIET_S), receive_s=cck_settings.deadline(RECEIVE_S),
+                               fence=await fence_behind(consumers[1]))
             evidence.note("received", [key_of(first)] + [key_of(d) for d in rest])
             _order(watch, evidence)
 
@@ -175,7 +177,8 @@ def test_what_messages_survive(case: Case, cck_target: Target, cck_settings: Set
             assert restored == "recreated", watch.kinds
             session.start()
             got = await drain(consumer, history, "consumer", expected=sum(map(durable, range(count))),
-                              quiet_s=cck_settings.deadline(QUIET_S), receive_s=cck_settings.deadline(RECEIVE_S))
+                              quiet_s=cck_settings.deadline(QUIET_S), receive_s=cck_settings.deadline(RECEIVE_S),
+                              fence=await fence_behind(consumer))
             evidence.note("received", [key_of(d) for d in got])
             evidence.note("events", watch.to_json())
 

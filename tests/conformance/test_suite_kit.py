@@ -19,6 +19,7 @@ from cck.conformance.suite._kit import (
     Fence,
     client_settings,
     drain,
+    fence_behind,
     judged,
     key_of,
     message,
@@ -36,7 +37,7 @@ from cck.conformance.suite._kit import (
 )
 from cck.conformance.targets import UrlTarget
 from cck.conformance.verdicts import CheckFailed, NotObserved
-from cck.reference.client import Consumer, Delivery, Producer
+from cck.reference.client import Consumer, Delivery, Producer, SessionOptions
 
 # ---------------------------------------------------------------------------------------------- waits
 
@@ -279,6 +280,10 @@ class _FakeQueueSession:
         self.query = {"exists": True, "address": "q", "consumer_count": 0, "routing_type": 1,
                       "filter_string": None, **query}
         self.producer = _FakeProducer()
+        self.closed = False
+
+    async def close(self) -> None:
+        self.closed = True
 
     async def queue_query(self, queue: str) -> Any:
         return type("Answer", (), self.query)()
@@ -305,6 +310,36 @@ def test_a_fence_is_sent_only_where_it_can_reach_only_the_drain(query: dict[str,
         assert marker.priority == 0
         assert not marker.durable
         assert fence.marks(Delivery(marker, consumer_id=1, delivery_count=1, size=10))
+
+
+class _FakeOpenConsumer:
+    """A consumer already open on queue ``q``: its session's options and a connection that opens plain sessions."""
+
+    def __init__(self, *, transacted: bool = False, xa: bool = False, consumers: int = 1) -> None:
+        self.opened: list[_FakeQueueSession] = []
+        options = SessionOptions("s", xa=xa, auto_commit_sends=not transacted, auto_commit_acks=not transacted)
+        self.core = type("Core", (), {"queue": "q"})()
+        self.session = type("Session", (), {"core": type("SessionCore", (), {"options": options})(),
+                                            "connection": self})()
+        self._consumers = consumers
+
+    async def create_session(self) -> _FakeQueueSession:
+        session = _FakeQueueSession(consumer_count=self._consumers)
+        self.opened.append(session)
+        return session
+
+
+@pytest.mark.parametrize(("consumer", "sent"), [
+    (_FakeOpenConsumer(), True),  # the queue's only consumer is the drain's: the fence reaches it behind the rest
+    (_FakeOpenConsumer(consumers=2), False),  # another consumer could take the fence
+    (_FakeOpenConsumer(transacted=True), False),  # its acknowledgement of the fence could be rolled back
+    (_FakeOpenConsumer(xa=True), False),
+])
+def test_a_fence_behind_an_open_consumer(consumer: _FakeOpenConsumer, sent: bool) -> None:
+    fence = asyncio.run(fence_behind(cast(Consumer, consumer)))
+    assert (fence is not None) == sent
+    assert sum(len(s.producer.sent) for s in consumer.opened) == int(sent)
+    assert all(s.closed for s in consumer.opened)  # the session that sent it is closed again
 
 
 def test_a_drain_that_does_not_acknowledge() -> None:

@@ -17,8 +17,8 @@ from cck.reference.client import ClientSettings, Connection, Consumer, Delivery,
 
 from ._messages import key_of, message, seq_of
 
-__all__ = ["QUIET_S", "RECEIVE_S", "Ack", "Fence", "drain", "drain_queue", "drain_url", "record_receipt", "send_fence",
-           "send_keyed", "settle_sends"]
+__all__ = ["QUIET_S", "RECEIVE_S", "Ack", "Fence", "drain", "drain_queue", "drain_url", "fence_behind",
+           "record_receipt", "send_fence", "send_keyed", "settle_sends"]
 
 #: How long a "nothing more arrives" drain listens, in (unscaled) seconds.
 QUIET_S = 1.0
@@ -80,12 +80,13 @@ class Fence:
         return (value.decode() if isinstance(value, bytes) else value) == self.token
 
 
-async def send_fence(session: Session, queue: str) -> Fence | None:
+async def send_fence(session: Session, queue: str, *, consumers: int = 0) -> Fence | None:
     """Send a fence to ``queue`` through ``session``, where the fence can only reach the drain's consumer: an
-    anycast queue of the same name as its address, with no consumer yet.  Anywhere else (or if the queue is not
-    there) no fence is sent and the drain keeps its quiet window."""
+    anycast queue of the same name as its address, with no consumer yet (or ``consumers``: as many as the drain's
+    own, already open).  Anywhere else (or if the queue is not there) no fence is sent and the drain keeps its
+    quiet window."""
     query = await session.queue_query(queue)
-    if (not query.exists or query.address != queue or query.consumer_count
+    if (not query.exists or query.address != queue or query.consumer_count != consumers
             or query.routing_type != RoutingType.ANYCAST or query.filter_string):
         return None
     fence = Fence(uuid.uuid4().hex)
@@ -93,6 +94,21 @@ async def send_fence(session: Session, queue: str) -> Fence | None:
     await session.create_producer(queue).send(
         CoreMessage(b"", priority=0, properties=TypedProperties.of({_FENCE: fence.token})))
     return fence
+
+
+async def fence_behind(consumer: Consumer) -> Fence | None:
+    """A fence for a drain of ``consumer``, a consumer already open (one that lived through a failure, say): sent
+    through a session of its own on the consumer's connection, when ``consumer`` is the queue's only consumer and
+    its session acknowledges at once.  A transacted or XA session gets none (the drain acknowledges the fence
+    there, and a rollback would give it back to the queue), nor does a queue another consumer shares."""
+    options = consumer.session.core.options
+    if options.xa or options.transacted:
+        return None
+    session = await consumer.session.connection.create_session()
+    try:
+        return await send_fence(session, consumer.core.queue, consumers=1)
+    finally:
+        await session.close()
 
 
 async def drain(consumer: Consumer, history: History, process: str, *, quiet_s: float, expected: int = 0,
