@@ -19,15 +19,15 @@ from cck.conformance.evidence import CaseEvidence
 from cck.conformance.plugin import Settings
 from cck.conformance.targets import ClusterSpec, HASpec, ManagedTarget, NodeSpec, Target, Topology
 from cck.conformance.verdicts import NotObserved
-from cck.reference.client import ClientSettings, Connection, Connector, connect, connector_of
+from cck.reference.client import ClientSettings, Connection, Connector, TopologyMember, connect, connector_of
 
-from ._kit import RESTARTING, client_settings, wait_until
+from ._kit import RESTARTING, client_settings, signalled, wait_until
 from ._restart_support import Watch
 
 __all__ = [
     "CASE_S", "FAILOVER_S", "TOPOLOGY_S", "POLICIES", "MakeTarget", "Policy",
-    "acceptor", "backup_learnt", "backup_of_primary", "fail_over", "ha_spec", "kill_primary", "on_primary", "pair",
-    "refuses",
+    "acceptor", "announced_while", "backup_learnt", "backup_of_primary", "fail_over", "ha_spec", "kill_primary",
+    "on_primary", "pair", "refuses",
 ]
 
 MakeTarget = Callable[[Topology], Target]
@@ -107,6 +107,30 @@ async def backup_learnt(connection: Connection, target: ManagedTarget, settings:
         await wait_until(lambda: backup_of_primary(connection, primary) == backup,
                          settings.deadline(TOPOLOGY_S), "the backup in the primary's topology")
     return backup_of_primary(connection, primary)
+
+
+async def announced_while(connection: Connection, target: ManagedTarget, settings: Settings,
+                          action: Callable[[], None]) -> list[Connector | None]:
+    """Run ``action`` (in a thread: a node's start, say) and wait, up to TOPOLOGY_S after it returned, until a topology
+    update of the primary's member naming the backup's acceptor arrives; the backup each update of that member named
+    from the moment ``action`` began (None: none), in order.  Only updates sent anew count: a member the client
+    already held (a broker that never dropped it) does not."""
+    primary, backup = acceptor(target, "node0"), acceptor(target, "node1")
+    named: list[Connector | None] = []
+    changed = asyncio.Event()
+
+    def heard(node_id: str, member: TopologyMember | None, last: bool) -> None:
+        if member is not None and member.live is not None and connector_of(member.live) == primary:
+            named.append(connector_of(member.backup) if member.backup is not None else None)
+            changed.set()
+
+    connection.core.topology_listeners.append(heard)
+    try:
+        await asyncio.to_thread(action)
+        await signalled(changed, lambda: backup in named, settings.deadline(TOPOLOGY_S))
+    finally:
+        connection.core.topology_listeners.remove(heard)
+    return named
 
 
 @asynccontextmanager

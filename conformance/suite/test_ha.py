@@ -26,6 +26,7 @@ from ._ha_kit import (
     TOPOLOGY_S,
     MakeTarget,
     acceptor,
+    announced_while,
     backup_learnt,
     backup_of_primary,
     fail_over,
@@ -65,8 +66,8 @@ _TOPOLOGY_HOW = {
 _TOPOLOGY_EXPECT = {
     "paired": "the member whose live connector is the primary's acceptor names the backup's acceptor as its backup",
     "backup-gone": "once the backup has stopped, the primary's member is sent again without a backup connector",
-    "backup-back": "once the backup is back (waiting again), the primary's member names its acceptor as the backup "
-                   "again",
+    "backup-back": "once the backup is back (waiting again), the primary's member is sent anew naming its acceptor "
+                   "as the backup (a topology update after the backup's start)",
 }
 #: (policy, step); rows added later come last, so the case numbers of the earlier ones stay
 _TOPOLOGY_ROWS = ([(p, s) for p in POLICIES for s in ("paired", "backup-gone")]
@@ -97,19 +98,23 @@ def test_the_topology_names_the_backup(case: Case, cck_make_target: MakeTarget, 
             if case.params["step"] == "paired":
                 return
             await asyncio.to_thread(target.node("node1").stop)
-            with contextlib.suppress(NotObserved):
-                await wait_until(lambda: backup_of_primary(connection, primary) is None,
-                                 cck_settings.deadline(TOPOLOGY_S), "the primary's member without a backup")
-            left = backup_of_primary(connection, primary)
-            evidence.note("backup_after_stop", str(left))
             if case.params["step"] == "backup-gone":
+                with contextlib.suppress(NotObserved):
+                    await wait_until(lambda: backup_of_primary(connection, primary) is None,
+                                     cck_settings.deadline(TOPOLOGY_S), "the primary's member without a backup")
+                left = backup_of_primary(connection, primary)
+                evidence.note("backup_after_stop", str(left))
                 assert left is None, f"the primary's member still names backup {left} after the backup stopped"
                 return
-            # backup-back: whether the stopped backup was dropped is the other row's business (a SHOULD)
-            await asyncio.to_thread(target.node("node1").start)
-            again = await backup_learnt(connection, target, cck_settings)
-            evidence.note("backup_after_start", str(again))
-            assert again == backup, f"once the backup was back the primary's member names backup {again}, not {backup}"
+            # backup-back: whether the stopped backup was dropped is the other row's business (a SHOULD); an update
+            # sent after the start shows the broker learnt the backup again, dropped before or not (the member the
+            # client still holds from before the stop would show nothing)
+            named = await announced_while(connection, target, cck_settings, target.node("node1").start)
+            evidence.note("backup_after_start", [str(c) for c in named])
+            evidence.note("backup_held_after_start", str(backup_of_primary(connection, primary)))
+            assert backup in named, (
+                f"no topology update named the backup {backup} again within {TOPOLOGY_S:.0f} s of its start (the "
+                f"primary's member was sent naming {[str(c) for c in named]} since the start)")
 
     run(cck_settings, scenario(), CASE_S)
 
