@@ -240,8 +240,8 @@ async def rolled_back(session: Session, evidence: CaseEvidence, what: str) -> No
 
 async def redelivered(consumer: Consumer, history: History, process: str, expected: int, settings: Settings,
                       evidence: CaseEvidence) -> list[Delivery]:
-    """The ``expected`` messages delivered again after a failure (acknowledged individually; the drain ends after
-    a quiet window), noted with their delivery counts."""
+    """The ``expected`` messages delivered again after a failure (acknowledged individually; the drain ends at a
+    fence behind them where the session allows one, else after a quiet window), noted with their delivery counts."""
     again = await drain(consumer, history, process, expected=expected, quiet_s=settings.deadline(QUIET_S),
                         receive_s=settings.deadline(RECEIVE_S), fence=await fence_behind(consumer))
     evidence.note("redelivered", [(key_of(d), d.delivery_count) for d in again])
