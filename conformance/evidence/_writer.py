@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -85,7 +86,11 @@ class EvidenceWriter:
             return
         self.directory.mkdir(parents=True, exist_ok=True)
         with (self.directory / schema.FILES[kind]).open("a", encoding="utf-8") as out:
+            # several processes may append to one run (`cck run --jobs`): a record is written whole, under an
+            # exclusive lock, never interleaved with another process's
+            fcntl.flock(out, fcntl.LOCK_EX)
             out.writelines(lines)
+            out.flush()
 
     def write_case(self, record: Mapping[str, Any], evidence: CaseEvidence | None) -> None:
         """One case's record (fields of :data:`schema.CASE` other than kind/version/run) and its evidence."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import sys
+import tempfile
 from collections.abc import Generator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -36,6 +38,7 @@ from ._deviations import (
 from ._fixtures import EVIDENCE_KEY, FRESH_MARKER
 from ._judge import Judgement, judge_phase, judge_teardown
 from ._options import add_options, conformance_option_given, settings_from_config
+from ._parallel import ALONE_MARKER, CaseGate, ParallelController, ParallelWorker, worker_input
 from ._report import header_lines, reach_lines, summary_lines, target_capabilities
 from ._run import RUN_KEY, VERDICT_KEY, CaseResult, RunState, case_of, new_run_id, python_version
 from ._settings import SETTINGS_KEY, Settings
@@ -58,6 +61,9 @@ __all__ = [
 #: The kit's conformance suite, run when a conformance option is given without any test path.
 #: Not resolved: in a checkout, cck/conformance/suite (collected as cck.conformance.suite.*), not the bare folder.
 SUITE_DIR = Path(__file__).absolute().parent.parent / "suite"
+
+#: The name the controller's side of a run on several processes is registered under (``_parallel``).
+PARALLEL_CONTROLLER = "cck-parallel-controller"
 
 _STARTED_KEY = pytest.StashKey[float]()
 _DURATION_KEY = pytest.StashKey[float]()
@@ -124,6 +130,8 @@ def parses_badly(version: tuple[int, ...]) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{FRESH_MARKER}: the case gets brokers no case used before it, and none uses "
                             "them after it (it changes a broker in a way a later case could notice)")
+    config.addinivalue_line("markers", f"{ALONE_MARKER}: with cases on several processes (cck run --jobs), the case "
+                            "runs while no other case does (its verdict compares measured times with a tolerance)")
     settings = settings_from_config(config, os.environ)
     config.stash[SETTINGS_KEY] = settings
     if not settings.active:
@@ -147,15 +155,28 @@ def pytest_configure(config: pytest.Config) -> None:
     except DeviationError as exc:
         raise pytest.UsageError(f"known deviations: {exc}") from None
     version, protocol = _versions(settings)
-    run_id = new_run_id(settings.target)
+    workerinput = worker_input(config)
+    if workerinput is not None:  # an xdist worker: the controller's run
+        run_id, started = str(workerinput["cck_run_id"]), datetime.fromisoformat(workerinput["cck_started"])
+    else:
+        run_id, started = new_run_id(settings.target), datetime.now(UTC)
     writer = EvidenceWriter(settings.evidence_dir, run_id) if settings.evidence_dir is not None else None
     if writer is not None and hasattr(config.option, "allure_report_dir") and not config.option.allure_report_dir:
         config.option.allure_report_dir = str(writer.directory / "allure-results")
-    config.stash[RUN_KEY] = RunState(
-        settings=settings, run_id=run_id, started=datetime.now(UTC), clauses=clauses, deviations=deviations,
+    state = RunState(
+        settings=settings, run_id=run_id, started=started, clauses=clauses, deviations=deviations,
         deviations_file=deviations_file if deviations_file is not None and deviations_file.exists() else None,
-        target_version=version, protocol_version=protocol, writer=writer,
+        target_version=version, protocol_version=protocol, writer=writer, worker=workerinput is not None,
     )
+    config.stash[RUN_KEY] = state
+    if workerinput is not None:
+        gate = CaseGate(Path(workerinput["cck_gate_dir"]))
+        config.pluginmanager.register(ParallelWorker(state, gate, config.workeroutput),  # type: ignore[attr-defined]
+                                      "cck-parallel-worker")
+    elif config.getoption("dist", "no") != "no":
+        gate_dir = Path(tempfile.mkdtemp(prefix="cck-gate-"))
+        config.add_cleanup(lambda: shutil.rmtree(gate_dir, ignore_errors=True))
+        config.pluginmanager.register(ParallelController(state, gate_dir), PARALLEL_CONTROLLER)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -223,6 +244,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if state is None or reporter is None:
         return
+    if session.config.pluginmanager.has_plugin(PARALLEL_CONTROLLER) or state.worker:
+        return  # the workers collect; a worker's terminal shows nowhere
     cases = [case for item in session.items if (case := case_of(item)) is not None]
     assert state.settings.target is not None
     capabilities = target_capabilities(state.settings.target, state.settings.target_file)
@@ -360,8 +383,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(RUN_KEY, None)
-    if state is None:
+    if state is None or state.worker:  # a worker's cases are the controller's to count and record
         return
+    if session.config.pluginmanager.has_plugin(PARALLEL_CONTROLLER):  # the workers' cases, in case order
+        state.results.sort(key=lambda result: result.case.id)
     if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         session.exitstatus = state.verdict_exit_status()
     state.exit_status = int(session.exitstatus)
@@ -388,7 +413,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     terminalreporter.section("conformance verdicts")
     for line in summary_lines(state):
         terminalreporter.line(line)
-    launched = launch_counts()
+    controller = config.pluginmanager.get_plugin(PARALLEL_CONTROLLER)
+    launched = controller.launches if isinstance(controller, ParallelController) else launch_counts()
     if launched:  # most of a managed run's time goes to starting brokers: say how many it started
         counted = ", ".join(f"{label} {n}" for label, n in sorted(launched.items()))
         terminalreporter.line(f"processes launched: {counted}")

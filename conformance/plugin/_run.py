@@ -48,6 +48,8 @@ class RunState:
     #: Failed items of the run that are not conformance cases (a helper test in the suite, say).
     other_failures: int = 0
     exit_status: int | None = None
+    #: An xdist worker's state (``cck run --jobs``): its cases go to the controller, which records the run.
+    worker: bool = False
 
     def counts(self) -> Counter[Verdict]:
         return Counter(r.judgement.verdict for r in self.results)

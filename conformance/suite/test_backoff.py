@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cck.conformance.artemis.distribution import ensure_distribution
 from cck.conformance.cases import Case, Checks, cases
 from cck.conformance.clients import ClientUnderTest
@@ -257,6 +259,7 @@ def test_default_parameters(case: Case, cck_client: ClientUnderTest, cck_setting
 
 
 @cases(*TIMED)
+@pytest.mark.cck_alone  # the client's retry schedule judged against the run's tolerance
 def test_backoff_schedule(case: Case, cck_client: ClientUnderTest, cck_settings: Settings, cck_target: Target,
                           evidence: CaseEvidence) -> None:
     plan = Plan.from_params(case.params)

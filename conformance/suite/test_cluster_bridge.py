@@ -20,6 +20,8 @@ import contextlib
 import dataclasses
 import time
 
+import pytest
+
 from cck.codec import RoutingType
 from cck.conformance.cases import Case, cases
 from cck.conformance.evidence import CaseEvidence
@@ -168,6 +170,7 @@ def _leading_attempt_left_out(starts: list[int], second_wait_ms: int, multiplier
 
 
 @cases(*BACKOFF)
+@pytest.mark.cck_alone  # the bridge's reconnect schedule judged against the run's tolerance
 def test_bridge_reconnect_backoff(case: Case, clusters: ClusterPool, cck_settings: Settings,
                                   evidence: CaseEvidence) -> None:
     why = syn_watch_available()

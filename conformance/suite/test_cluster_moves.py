@@ -21,6 +21,8 @@ import asyncio
 import contextlib
 from typing import Any
 
+import pytest
+
 from cck.codec import DisconnectReason, RoutingType
 from cck.conformance.cases import Case, cases
 from cck.conformance.evidence import CaseEvidence
@@ -174,6 +176,7 @@ def _colors(i: int) -> dict[str, str | int | bool]:
 
 
 @cases(*REDISTRIBUTION)
+@pytest.mark.cck_alone  # a redistribution delay is judged against the run's tolerance
 def test_redistribution(case: Case, clusters: RevivingPool, cck_settings: Settings, evidence: CaseEvidence) -> None:
     p = case.params
     target = clusters.get(TOPOLOGIES["redistribution"])

@@ -172,6 +172,7 @@ PERIOD = tuple(
 
 
 @cases(*PERIOD)
+@pytest.mark.cck_alone  # broadcast intervals judged against the run's tolerance
 def test_broadcast_period(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
                           evidence: CaseEvidence) -> None:
     period, count = case.params["period"], case.params["count"]
@@ -456,6 +457,7 @@ EXPIRY = tuple(
 
 
 @cases(*EXPIRY)
+@pytest.mark.cck_alone  # the expiry is judged against the refresh timeout plus the run's tolerance
 @pytest.mark.cck_fresh_broker  # the fake node stays in the node's discovery table: no later case gets this broker
 def test_discovery_entry_expires(case: Case, cck_make_target: MakeTarget, cck_settings: Settings,
                                  evidence: CaseEvidence) -> None:

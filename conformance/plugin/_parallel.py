@@ -1,0 +1,144 @@
+"""Cases on several processes (``cck run --jobs N``, pytest-xdist's ``-n N``): one run, one verdict table.
+
+Under xdist the controller collects nothing and runs nothing; its workers do.  So that the run still reads as
+one run:
+
+* the controller's run ID goes to every worker (``workerinput``): they append to one evidence directory (the
+  writer locks each record) and one allure results directory;
+* each worker hands its judged cases back when it ends (``workeroutput``), the controller merges them, and the
+  verdict summary, the exit status and ``run.json`` are the controller's, over every worker's cases;
+* a case marked ``cck_alone`` runs with no other case in progress (:class:`CaseGate`): its verdict compares
+  measured times with the run's tolerance, and another case's brokers starting beside it on a small machine
+  would be measured with it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import pickle
+import time
+from collections import Counter
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from ._run import RUN_KEY, CaseResult, RunState
+
+__all__ = ["ALONE_MARKER", "CaseGate", "GateTimeout", "ParallelController", "ParallelWorker", "worker_input"]
+
+ALONE_MARKER = "cck_alone"
+
+#: How long a case waits for its turn before the run calls it the kit's error: far beyond the longest case
+#: (the suite's longest takes under a minute), short of a hung run.
+GATE_DEADLINE_S = 1800.0
+#: flock has no timed form: a waiter tries again this often until the deadline.
+_GATE_POLL_S = 0.02
+
+
+class GateTimeout(RuntimeError):
+    """A case waited past :data:`GATE_DEADLINE_S` for the other workers' cases to end."""
+
+
+def worker_input(config: pytest.Config) -> dict[str, Any] | None:
+    """The controller's input to this process when it is an xdist worker, else None."""
+    workerinput = getattr(config, "workerinput", None)
+    return workerinput if isinstance(workerinput, dict) else None
+
+
+def _lock(file: IO[bytes], operation: int, deadline: float, what: str) -> None:
+    while True:
+        try:
+            fcntl.flock(file, operation | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise GateTimeout(f"waited {GATE_DEADLINE_S:.0f} s for {what}") from None
+            time.sleep(_GATE_POLL_S)
+
+
+class CaseGate:
+    """A readers-writer lock across the workers' processes, on two files in a directory they share.
+
+    An ordinary case holds ``cases`` shared; a ``cck_alone`` case holds it exclusively, so it starts once the
+    cases in progress end and none starts until it ends.  ``turn`` queues them: whoever waits for ``cases``
+    holds ``turn``, so an alone case that is waiting is not overtaken by ordinary cases starting after it."""
+
+    def __init__(self, directory: Path) -> None:
+        self._turn = directory / "turn"
+        self._cases = directory / "cases"
+        for path in (self._turn, self._cases):
+            path.touch(exist_ok=True)
+
+    @contextmanager
+    def hold(self, alone: bool, what: str) -> Iterator[None]:
+        deadline = time.monotonic() + GATE_DEADLINE_S
+        with self._turn.open("rb") as turn, self._cases.open("rb") as cases:
+            _lock(turn, fcntl.LOCK_EX, deadline, f"its turn to run {what}")
+            try:
+                _lock(cases, fcntl.LOCK_EX if alone else fcntl.LOCK_SH, deadline,
+                      f"the cases in progress to end before {what}" if alone else f"a case running alone ({what})")
+            finally:
+                fcntl.flock(turn, fcntl.LOCK_UN)
+            try:
+                yield
+            finally:
+                fcntl.flock(cases, fcntl.LOCK_UN)
+
+
+class ParallelController:
+    """The controller's side: give every worker the run, merge what each hands back."""
+
+    def __init__(self, state: RunState, gate_dir: Path) -> None:
+        self._state = state
+        self._gate_dir = gate_dir
+        self.launches: Counter[str] = Counter()
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["cck_run_id"] = self._state.run_id
+        node.workerinput["cck_started"] = self._state.started.isoformat()
+        node.workerinput["cck_gate_dir"] = str(self._gate_dir)
+
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        output = getattr(node, "workeroutput", None) or {}
+        results = output.get("cck_results")
+        if isinstance(results, bytes):
+            self._state.results.extend(pickle.loads(results))  # noqa: S301  (our own worker's, over xdist's channel)
+        self._state.other_failures += int(output.get("cck_other_failures", 0))
+        self.launches.update(output.get("cck_launches", {}))
+
+
+class ParallelWorker:
+    """A worker's side: hold the gate around each case, hand the judged cases back at the end."""
+
+    def __init__(self, state: RunState, gate: CaseGate, workeroutput: dict[str, Any]) -> None:
+        self._state = state
+        self._gate = gate
+        self._output = workeroutput
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Alone cases last (each worker collects the same order, and ``--dist load`` hands items out in it): run
+        one after another at the end, they wait for the other processes' cases once, not once each."""
+        items.sort(key=lambda item: item.get_closest_marker(ALONE_MARKER) is not None)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object,
+                                                                                                    object]:
+        alone = item.get_closest_marker(ALONE_MARKER) is not None
+        with self._gate.hold(alone, item.nodeid):
+            return (yield)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from cck.conformance.targets import launch_counts
+
+        state = session.config.stash[RUN_KEY]
+        # a case's params may hold anything (topologies, callables): the controller needs only its identity
+        light = [CaseResult(replace(r.case, params={}), r.nodeid, r.judgement) for r in state.results]
+        self._output["cck_results"] = pickle.dumps(light)
+        self._output["cck_other_failures"] = state.other_failures
+        self._output["cck_launches"] = launch_counts()
