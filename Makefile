@@ -32,14 +32,14 @@ setup: $(BIN)/python system-deps
 	@if command -v npm >/dev/null; then $(BIN)/cck install-allure; \
 	else echo "note: npm not found: the allure HTML report will not be built (cck install-allure)"; fi
 
-# The main job: the conformance suite against the embedded reference broker (its broker cases, then the client
-# cases of the kit's own client against it), evidence and allure results under evidence/<stamp>/<run-id>/, then the
-# report site of both runs under report/<stamp>/ (python -m cck.reports: docs/reports.md).  A suite that fails still
-# gets its report; make then exits with the first run's non-zero status.
+# The main job: the conformance suite against the embedded reference broker (its broker cases on 3 processes side by
+# side, docs/conformance.md; then the client cases of the kit's own client against it), evidence and allure results
+# under evidence/<stamp>/<run-id>/, then the report site of both runs under report/<stamp>/ (python -m cck.reports:
+# docs/reports.md).  A suite that fails still gets its report; make then exits with the first run's non-zero status.
 main: setup
 	$(BIN)/pip install -q -e '.[reports]'
 	@stamp=$$(date -u +%Y%m%dT%H%M%SZ); dir=evidence/$$stamp; status=0; \
-	$(BIN)/cck run --target reference --evidence-dir "$$dir" || status=$$?; \
+	$(BIN)/cck run --target reference --jobs 3 --evidence-dir "$$dir" || status=$$?; \
 	$(BIN)/cck run --client kit --evidence-dir "$$dir" || { s=$$?; [ $$status = 0 ] && status=$$s; }; \
 	$(BIN)/cck report --evidence "$$dir" --out "report/$$stamp" || exit $$?; \
 	echo "evidence: $(CURDIR)/$$dir/"; \

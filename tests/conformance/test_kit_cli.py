@@ -65,3 +65,14 @@ def test_repeat_reruns_the_same_command_and_stops_at_the_first_run_that_does_not
 def test_repeat_below_one_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--repeat", "0"]) == 4
     assert "--repeat 0" in capsys.readouterr().err
+
+
+def test_jobs_runs_the_cases_on_that_many_processes() -> None:
+    assert _args("--target", "reference", "--jobs", "3") == ["--target", "reference", "-n", "3", "--dist", "load",
+                                                            str(SUITE_DIR)]
+    assert _args("--target", "reference", "--jobs", "1") == ["--target", "reference", str(SUITE_DIR)]
+
+
+def test_jobs_below_one_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--jobs", "0"]) == 4
+    assert "--jobs 0" in capsys.readouterr().err
