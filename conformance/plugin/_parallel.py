@@ -40,7 +40,7 @@ _GATE_POLL_S = 0.02
 
 
 class GateTimeout(RuntimeError):
-    """A case waited past :data:`GATE_DEADLINE_S` for the other workers' cases to end."""
+    """A case waited past the gate's deadline for the other workers' cases to end."""
 
 
 def worker_input(config: pytest.Config) -> dict[str, Any] | None:
@@ -49,14 +49,14 @@ def worker_input(config: pytest.Config) -> dict[str, Any] | None:
     return workerinput if isinstance(workerinput, dict) else None
 
 
-def _lock(file: IO[bytes], operation: int, deadline: float, what: str) -> None:
+def _lock(file: IO[bytes], operation: int, deadline: float, waited_s: float, what: str) -> None:
     while True:
         try:
             fcntl.flock(file, operation | fcntl.LOCK_NB)
             return
         except BlockingIOError:
             if time.monotonic() >= deadline:
-                raise GateTimeout(f"waited {GATE_DEADLINE_S:.0f} s for {what}") from None
+                raise GateTimeout(f"waited {waited_s:g} s for {what}") from None
             time.sleep(_GATE_POLL_S)
 
 
@@ -67,7 +67,8 @@ class CaseGate:
     cases in progress end and none starts until it ends.  ``turn`` queues them: whoever waits for ``cases``
     holds ``turn``, so an alone case that is waiting is not overtaken by ordinary cases starting after it."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, deadline_s: float = GATE_DEADLINE_S) -> None:
+        self._deadline_s = deadline_s
         self._turn = directory / "turn"
         self._cases = directory / "cases"
         for path in (self._turn, self._cases):
@@ -75,11 +76,11 @@ class CaseGate:
 
     @contextmanager
     def hold(self, alone: bool, what: str) -> Iterator[None]:
-        deadline = time.monotonic() + GATE_DEADLINE_S
+        deadline = time.monotonic() + self._deadline_s
         with self._turn.open("rb") as turn, self._cases.open("rb") as cases:
-            _lock(turn, fcntl.LOCK_EX, deadline, f"its turn to run {what}")
+            _lock(turn, fcntl.LOCK_EX, deadline, self._deadline_s, f"its turn to run {what}")
             try:
-                _lock(cases, fcntl.LOCK_EX if alone else fcntl.LOCK_SH, deadline,
+                _lock(cases, fcntl.LOCK_EX if alone else fcntl.LOCK_SH, deadline, self._deadline_s,
                       f"the cases in progress to end before {what}" if alone else f"a case running alone ({what})")
             finally:
                 fcntl.flock(turn, fcntl.LOCK_UN)

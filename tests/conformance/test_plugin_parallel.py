@@ -4,13 +4,11 @@ one process, one evidence directory, and a ``cck_alone`` case never beside anoth
 from __future__ import annotations
 
 import json
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from cck.conformance.plugin._parallel import CaseGate
+from cck.conformance.plugin._parallel import CaseGate, GateTimeout
 
 from .test_plugin_verdicts import ALL, kit, run, suite  # noqa: F401  (kit: a fixture)
 
@@ -91,30 +89,15 @@ def test_an_alone_case_runs_while_no_other_case_does(kit: pytest.Pytester) -> No
                 assert not (alone[2] < other[3] and other[2] < alone[3]), f"{alone[0]} overlapped {other[0]}"
 
 
-def test_gate_an_alone_holder_waits_for_the_cases_in_progress(tmp_path: Path) -> None:
-    gate = CaseGate(tmp_path)
-    inside = threading.Event()
-    release = threading.Event()
-    order: list[str] = []
-
-    def ordinary() -> None:
-        with gate.hold(False, "ordinary"):
-            inside.set()
-            assert release.wait(10)
-            order.append("ordinary ends")
-
-    def alone() -> None:
-        with gate.hold(True, "alone"):
-            order.append("alone starts")
-
-    first = threading.Thread(target=ordinary)
-    first.start()
-    assert inside.wait(10)
-    second = threading.Thread(target=alone)
-    second.start()
-    time.sleep(0.2)  # the alone holder must still be waiting: it cannot start while the ordinary case runs
-    assert order == []
-    release.set()
-    first.join(10)
-    second.join(10)
-    assert order == ["ordinary ends", "alone starts"]
+def test_gate_an_alone_case_cannot_start_while_a_case_is_in_progress(tmp_path: Path) -> None:
+    quick = CaseGate(tmp_path, deadline_s=0.3)
+    with CaseGate(tmp_path).hold(False, "ordinary"):
+        with quick.hold(False, "beside it"):  # ordinary cases share the gate
+            pass
+        with pytest.raises(GateTimeout, match=r"waited 0.3 s for the cases in progress to end before alone"), \
+                quick.hold(True, "alone"):
+            pass
+    # the case in progress ended: the alone case's turn; now none may start beside it
+    with quick.hold(True, "alone"), pytest.raises(GateTimeout, match=r"a case running alone \(ordinary\)"), \
+            quick.hold(False, "ordinary"):
+        pass
