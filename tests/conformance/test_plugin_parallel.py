@@ -16,9 +16,12 @@ pytest_plugins = ["pytester"]
 
 
 def _summary(result: pytest.RunResult) -> list[str]:
+    """The verdict summary, through its exit status line (what follows counts launches, which an in-process run
+    shares with the tests before it)."""
     lines = result.stdout.lines
     start = next(i for i, line in enumerate(lines) if "conformance verdicts" in line)
-    return [line for line in lines[start + 1:] if line.strip() and not line.startswith("=")]
+    end = next(i for i, line in enumerate(lines) if line.startswith("exit status "))
+    return lines[start + 1:end + 1]
 
 
 def test_two_processes_give_the_verdicts_and_exit_status_of_one(kit: pytest.Pytester) -> None:  # noqa: F811
