@@ -174,6 +174,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(ParallelWorker(state, gate, config.workeroutput),  # type: ignore[attr-defined]
                                       "cck-parallel-worker")
     elif config.getoption("dist", "no") != "no":
+        if settings.target in ("url", "command"):  # every process would start, kill and fill the same brokers
+            raise pytest.UsageError(f"--jobs / -n: a {settings.target} target's brokers are yours, one set for the "
+                                    "whole run, and cases on several processes would disturb each other's; run "
+                                    "them in one process")
         gate_dir = Path(tempfile.mkdtemp(prefix="cck-gate-"))
         config.add_cleanup(lambda: shutil.rmtree(gate_dir, ignore_errors=True))
         config.pluginmanager.register(ParallelController(state, gate_dir), PARALLEL_CONTROLLER)

@@ -10,9 +10,14 @@ import pytest
 
 from cck.conformance.plugin._parallel import CaseGate, GateTimeout
 
-from .test_plugin_verdicts import ALL, kit, run, suite  # noqa: F401  (kit: a fixture)
+from .test_plugin_verdicts import ALL, kit, suite  # noqa: F401  (kit: a fixture)
 
 pytest_plugins = ["pytester"]
+
+#: The reference target: a url or command target's brokers are the user's and are refused with --jobs; these
+#: cases never ask for a broker, so none starts.
+TARGET = ("-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning", "--target", "reference",
+          "--clause-table", "clauses")
 
 
 def _summary(result: pytest.RunResult) -> list[str]:
@@ -26,20 +31,16 @@ def _summary(result: pytest.RunResult) -> list[str]:
 
 def test_two_processes_give_the_verdicts_and_exit_status_of_one(kit: pytest.Pytester) -> None:  # noqa: F811
     suite(kit, *ALL)
-    one = run(kit, "-p", "no:xdist")
-    two = kit.runpytest_subprocess("-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning",
-                                   "--broker-url", "tcp://127.0.0.1:9", "--skip-preflight", "--clause-table",
-                                   "clauses", "-n", "2", ".")
+    one = kit.runpytest_subprocess(*TARGET, "-p", "no:xdist", ".")
+    two = kit.runpytest_subprocess(*TARGET, "-n", "2", ".")
     assert one.ret == two.ret == 1
     assert _summary(two) == _summary(one)
-    assert "6 broker cases against url tcp://127.0.0.1:9" in _summary(two)[0]
+    assert "6 broker cases against reference broker" in _summary(two)[0]
 
 
 def test_two_processes_write_one_run(kit: pytest.Pytester) -> None:  # noqa: F811
     suite(kit, *ALL)
-    result = kit.runpytest_subprocess("-p", "no:cacheprovider", "--broker-url", "tcp://127.0.0.1:9",
-                                      "--skip-preflight", "--clause-table", "clauses", "--evidence-dir", "ev",
-                                      "-n", "2", ".")
+    result = kit.runpytest_subprocess(*TARGET, "--evidence-dir", "ev", "-n", "2", ".")
     assert result.ret == 1
     (run_dir,) = (kit.path / "ev").iterdir()
     cases = [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines()]
@@ -78,8 +79,7 @@ def test_alone(case):
 
 def test_an_alone_case_runs_while_no_other_case_does(kit: pytest.Pytester) -> None:  # noqa: F811
     kit.makepyfile(test_demo=TIMED_SUITE)
-    result = kit.runpytest_subprocess("-p", "no:cacheprovider", "--broker-url", "tcp://127.0.0.1:9",
-                                      "--skip-preflight", "--clause-table", "clauses", "-n", "3", ".")
+    result = kit.runpytest_subprocess(*TARGET, "-n", "3", ".")
     assert result.ret == 0
     rows = [json.loads(line) for line in (kit.path / "intervals.jsonl").read_text().splitlines()]
     assert len(rows) == 9
@@ -90,6 +90,14 @@ def test_an_alone_case_runs_while_no_other_case_does(kit: pytest.Pytester) -> No
         for other in rows:
             if other is not alone:
                 assert not (alone[2] < other[3] and other[2] < alone[3]), f"{alone[0]} overlapped {other[0]}"
+
+
+def test_the_brokers_of_a_url_or_command_target_are_not_shared_out(kit: pytest.Pytester) -> None:  # noqa: F811
+    suite(kit, "pass")
+    result = kit.runpytest_subprocess("-p", "no:cacheprovider", "--broker-url", "tcp://127.0.0.1:9", "--skip-preflight",
+                                      "--clause-table", "clauses", "-n", "2", ".")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--jobs / -n: a url target's brokers are yours*run them in one process"])
 
 
 def test_gate_an_alone_case_cannot_start_while_a_case_is_in_progress(tmp_path: Path) -> None:
