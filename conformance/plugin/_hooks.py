@@ -38,7 +38,7 @@ from ._deviations import (
 from ._fixtures import EVIDENCE_KEY, FRESH_MARKER
 from ._judge import Judgement, judge_phase, judge_teardown
 from ._options import add_options, conformance_option_given, settings_from_config
-from ._parallel import ALONE_MARKER, CaseGate, ParallelController, ParallelWorker, worker_input
+from ._parallel import ALONE_MARKER, CaseGate, ParallelController, ParallelWorker, result_property, worker_input
 from ._report import header_lines, reach_lines, summary_lines, target_capabilities
 from ._run import RUN_KEY, VERDICT_KEY, CaseResult, RunState, case_of, new_run_id, python_version
 from ._settings import SETTINGS_KEY, Settings
@@ -362,7 +362,10 @@ def _judge(state: RunState, item: pytest.Item, case: Case, call: pytest.CallInfo
         properties.append(("cck_known_deviation", final.deviation.reason))
     item.user_properties.extend(properties)
     report.user_properties.extend(properties)
-    state.results.append(CaseResult(case, item.nodeid, final))
+    result = CaseResult(case, item.nodeid, final)
+    state.results.append(result)
+    if state.worker:  # to the controller, with the report (cck run --jobs)
+        report.user_properties.append(result_property(result))
     label_verdict(final)
     if state.writer is not None:
         state.writer.write_case(_case_record(state, item, case, final, report.stop), item.stash.get(EVIDENCE_KEY, None))
@@ -389,8 +392,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(RUN_KEY, None)
     if state is None or state.worker:  # a worker's cases are the controller's to count and record
         return
-    if session.config.pluginmanager.has_plugin(PARALLEL_CONTROLLER):  # the workers' cases, in case order
+    controller = session.config.pluginmanager.get_plugin(PARALLEL_CONTROLLER)
+    if isinstance(controller, ParallelController):  # the workers' cases, in case order; any that never ended
         state.results.sort(key=lambda result: result.case.id)
+        state.lost = controller.lost()
+        state.crashed = list(controller.crashed)
     if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         session.exitstatus = state.verdict_exit_status()
     state.exit_status = int(session.exitstatus)
@@ -412,7 +418,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
                             config: pytest.Config) -> None:
     state = config.stash.get(RUN_KEY, None)
-    if state is None or not (state.results or state.other_failures):
+    if state is None or not (state.results or state.other_failures or state.lost or state.crashed):
         return
     terminalreporter.section("conformance verdicts")
     for line in summary_lines(state):

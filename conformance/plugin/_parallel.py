@@ -5,8 +5,9 @@ one run:
 
 * the controller's run ID goes to every worker (``workerinput``): they append to one evidence directory (the
   writer locks each record) and one allure results directory;
-* each worker hands its judged cases back when it ends (``workeroutput``), the controller merges them, and the
-  verdict summary, the exit status and ``run.json`` are the controller's, over every worker's cases;
+* each judged case travels to the controller on its teardown report (a property the controller takes off), so
+  the verdict summary, the exit status and ``run.json`` are the controller's, over every worker's cases; a case
+  collected whose end no report told (its worker died) is the kit's error, never a verdict of the broker;
 * a case marked ``cck_alone`` runs with no other case in progress (:class:`CaseGate`): its verdict compares
   measured times with the run's tolerance, and another case's brokers starting beside it on a small machine
   would be measured with it.
@@ -14,6 +15,7 @@ one run:
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import pickle
 import time
@@ -28,9 +30,12 @@ import pytest
 
 from ._run import RUN_KEY, CaseResult, RunState
 
-__all__ = ["ALONE_MARKER", "CaseGate", "GateTimeout", "ParallelController", "ParallelWorker", "worker_input"]
+__all__ = ["ALONE_MARKER", "RESULT_PROPERTY", "CaseGate", "GateTimeout", "ParallelController", "ParallelWorker",
+           "result_property", "worker_input"]
 
 ALONE_MARKER = "cck_alone"
+#: The teardown report's property a worker carries a judged case in (the controller takes it off).
+RESULT_PROPERTY = "cck_result"
 
 #: How long a case waits for its turn before the run calls it the kit's error: far beyond the longest case
 #: (the suite's longest takes under a minute), short of a hung run.
@@ -90,30 +95,63 @@ class CaseGate:
                 fcntl.flock(cases, fcntl.LOCK_UN)
 
 
+def result_property(result: CaseResult) -> tuple[str, str]:
+    """A judged case as a property of its teardown report, which xdist carries to the controller as it ends (so
+    a worker that dies later loses no verdict it gave)."""
+    # a case's params may hold anything (topologies, callables): the controller needs only its identity
+    light = CaseResult(replace(result.case, params={}), result.nodeid, result.judgement)
+    return RESULT_PROPERTY, base64.b64encode(pickle.dumps(light)).decode("ascii")
+
+
+def _result_from(value: object) -> CaseResult:
+    assert isinstance(value, str)
+    result = pickle.loads(base64.b64decode(value))  # noqa: S301  (our own worker's, over xdist's channel)
+    assert isinstance(result, CaseResult)
+    return result
+
+
 class ParallelController:
-    """The controller's side: give every worker the run, merge what each hands back."""
+    """The controller's side: give every worker the run, take each judged case from its report, and notice
+    cases that never ended (a worker that died, the maximum of restarted workers reached)."""
 
     def __init__(self, state: RunState, gate_dir: Path) -> None:
         self._state = state
         self._gate_dir = gate_dir
         self.launches: Counter[str] = Counter()
+        self._collected: set[str] = set()
+        self._ended: set[str] = set()
+        self.crashed: list[str] = []
 
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["cck_run_id"] = self._state.run_id
         node.workerinput["cck_started"] = self._state.started.isoformat()
         node.workerinput["cck_gate_dir"] = str(self._gate_dir)
 
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self._collected.update(ids)
+
+    @pytest.hookimpl(tryfirst=True)  # before junitxml and others see the report: the property is ours alone
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown":
+            self._ended.add(report.nodeid)
+        for entry in [e for e in report.user_properties if e[0] == RESULT_PROPERTY]:
+            report.user_properties.remove(entry)
+            self._state.results.append(_result_from(entry[1]))
+
     def pytest_testnodedown(self, node: Any, error: object) -> None:
+        if error is not None:
+            self.crashed.append(f"{getattr(node.gateway, 'id', node)}: {error}")
         output = getattr(node, "workeroutput", None) or {}
-        results = output.get("cck_results")
-        if isinstance(results, bytes):
-            self._state.results.extend(pickle.loads(results))  # noqa: S301  (our own worker's, over xdist's channel)
         self._state.other_failures += int(output.get("cck_other_failures", 0))
         self.launches.update(output.get("cck_launches", {}))
 
+    def lost(self) -> list[str]:
+        """Items collected whose end no report told (their process died, or was never given them)."""
+        return sorted(self._collected - self._ended)
+
 
 class ParallelWorker:
-    """A worker's side: hold the gate around each case, hand the judged cases back at the end."""
+    """A worker's side: hold the gate around each case, cases marked alone last, counts at the end."""
 
     def __init__(self, state: RunState, gate: CaseGate, workeroutput: dict[str, Any]) -> None:
         self._state = state
@@ -138,8 +176,5 @@ class ParallelWorker:
         from cck.conformance.targets import launch_counts
 
         state = session.config.stash[RUN_KEY]
-        # a case's params may hold anything (topologies, callables): the controller needs only its identity
-        light = [CaseResult(replace(r.case, params={}), r.nodeid, r.judgement) for r in state.results]
-        self._output["cck_results"] = pickle.dumps(light)
         self._output["cck_other_failures"] = state.other_failures
         self._output["cck_launches"] = launch_counts()

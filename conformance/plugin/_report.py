@@ -97,6 +97,11 @@ def summary_lines(state: RunState) -> list[str]:
                          f"({deviation.describe()})")
     if state.other_failures:
         lines.append(f"{state.other_failures} failed tests that are not conformance cases")
+    for crash in state.crashed:
+        lines.append(f"a worker process died (the kit's error, no verdict): {crash}")
+    if state.lost:
+        lines.append(f"{len(state.lost)} collected items ended in no report (their worker died; the kit's error, "
+                     f"no verdict): {', '.join(state.lost)}")
     if state.exit_status is not None:
         lines.append(f"exit status {state.exit_status}: {EXIT_MEANING.get(state.exit_status, 'see pytest')}")
     return lines

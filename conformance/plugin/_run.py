@@ -50,17 +50,20 @@ class RunState:
     exit_status: int | None = None
     #: An xdist worker's state (``cck run --jobs``): its cases go to the controller, which records the run.
     worker: bool = False
+    #: The controller's: items collected whose end no report told (their worker died), and the workers that died.
+    lost: list[str] = field(default_factory=list)
+    crashed: list[str] = field(default_factory=list)
 
     def counts(self) -> Counter[Verdict]:
         return Counter(r.judgement.verdict for r in self.results)
 
     def verdict_exit_status(self) -> int:
-        """0 every case conforms, 1 a FAIL (or a failed non-case test), 3 no FAIL but a KIT_ERROR, 2 neither but
-        an INDETERMINATE."""
+        """0 every case conforms, 1 a FAIL (or a failed non-case test), 3 no FAIL but a KIT_ERROR (or a case whose
+        worker died), 2 neither but an INDETERMINATE."""
         open_ = {r.judgement.verdict for r in self.results if not r.judgement.conforms}
         if self.other_failures or Verdict.FAIL in open_:
             return 1
-        if Verdict.KIT_ERROR in open_:
+        if Verdict.KIT_ERROR in open_ or self.lost or self.crashed:  # a worker of the kit's died: not a verdict
             return 3
         return 2 if open_ else 0
 

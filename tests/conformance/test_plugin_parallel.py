@@ -92,6 +92,32 @@ def test_an_alone_case_runs_while_no_other_case_does(kit: pytest.Pytester) -> No
                 assert not (alone[2] < other[3] and other[2] < alone[3]), f"{alone[0]} overlapped {other[0]}"
 
 
+CRASH_SUITE = '''
+import os
+from cck.conformance.cases import Case, cases
+
+@cases(*(Case(f"demo.run.{n}", "demo.must", "passes or dies", "it passes", params={"n": n}) for n in range(1, 5)))
+def test_demo(case):
+    if case.params["n"] == 3:
+        os._exit(1)  # the worker process dies mid-case, as the kit's own process might
+'''
+
+
+def test_a_case_whose_worker_died_is_the_kits_error(kit: pytest.Pytester) -> None:  # noqa: F811
+    kit.makepyfile(test_demo=CRASH_SUITE)
+    result = kit.runpytest_subprocess(*TARGET, "-n", "2", "--evidence-dir", "ev", ".")
+    assert result.ret == 3
+    result.stdout.fnmatch_lines([
+        "3 broker cases against reference broker*: PASS 3",
+        "a worker process died (the kit's error, no verdict): gw*",
+        "1 collected items ended in no report (their worker died; the kit's error, no verdict): "
+        "test_demo.py::test_demo[[]demo.run.3[]]",
+        "exit status 3: *",
+    ])
+    (run_dir,) = (kit.path / "ev").iterdir()
+    assert json.loads((run_dir / "run.json").read_text())["exit_status"] == 3
+
+
 def test_the_brokers_of_a_url_or_command_target_are_not_shared_out(kit: pytest.Pytester) -> None:  # noqa: F811
     suite(kit, "pass")
     result = kit.runpytest_subprocess("-p", "no:cacheprovider", "--broker-url", "tcp://127.0.0.1:9", "--skip-preflight",
