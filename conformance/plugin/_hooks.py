@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import os
 import platform
-import shutil
 import sys
-import tempfile
 from collections.abc import Generator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -38,7 +36,14 @@ from ._deviations import (
 from ._fixtures import EVIDENCE_KEY, FRESH_MARKER
 from ._judge import Judgement, judge_phase, judge_teardown
 from ._options import add_options, conformance_option_given, settings_from_config
-from ._parallel import ALONE_MARKER, CaseGate, ParallelController, ParallelWorker, result_property, worker_input
+from ._parallel import (
+    ALONE_MARKER,
+    PARALLEL_CONTROLLER,
+    ParallelController,
+    register_parallel,
+    result_property,
+    worker_input,
+)
 from ._report import header_lines, reach_lines, summary_lines, target_capabilities
 from ._run import RUN_KEY, VERDICT_KEY, CaseResult, RunState, case_of, new_run_id, python_version
 from ._settings import SETTINGS_KEY, Settings
@@ -61,9 +66,6 @@ __all__ = [
 #: The kit's conformance suite, run when a conformance option is given without any test path.
 #: Not resolved: in a checkout, cck/conformance/suite (collected as cck.conformance.suite.*), not the bare folder.
 SUITE_DIR = Path(__file__).absolute().parent.parent / "suite"
-
-#: The name the controller's side of a run on several processes is registered under (``_parallel``).
-PARALLEL_CONTROLLER = "cck-parallel-controller"
 
 _STARTED_KEY = pytest.StashKey[float]()
 _DURATION_KEY = pytest.StashKey[float]()
@@ -169,18 +171,7 @@ def pytest_configure(config: pytest.Config) -> None:
         target_version=version, protocol_version=protocol, writer=writer, worker=workerinput is not None,
     )
     config.stash[RUN_KEY] = state
-    if workerinput is not None:
-        gate = CaseGate(Path(workerinput["cck_gate_dir"]))
-        config.pluginmanager.register(ParallelWorker(state, gate, config.workeroutput),  # type: ignore[attr-defined]
-                                      "cck-parallel-worker")
-    elif config.getoption("dist", "no") != "no":
-        if settings.target in ("url", "command"):  # every process would start, kill and fill the same brokers
-            raise pytest.UsageError(f"--jobs / -n: a {settings.target} target's brokers are yours, one set for the "
-                                    "whole run, and cases on several processes would disturb each other's; run "
-                                    "them in one process")
-        gate_dir = Path(tempfile.mkdtemp(prefix="cck-gate-"))
-        config.add_cleanup(lambda: shutil.rmtree(gate_dir, ignore_errors=True))
-        config.pluginmanager.register(ParallelController(state, gate_dir), PARALLEL_CONTROLLER)
+    register_parallel(config, state)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:

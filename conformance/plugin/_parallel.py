@@ -18,6 +18,8 @@ from __future__ import annotations
 import base64
 import fcntl
 import pickle
+import shutil
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Generator, Iterator
@@ -30,12 +32,14 @@ import pytest
 
 from ._run import RUN_KEY, CaseResult, RunState
 
-__all__ = ["ALONE_MARKER", "RESULT_PROPERTY", "CaseGate", "GateTimeout", "ParallelController", "ParallelWorker",
-           "result_property", "worker_input"]
+__all__ = ["ALONE_MARKER", "PARALLEL_CONTROLLER", "RESULT_PROPERTY", "CaseGate", "GateTimeout", "ParallelController",
+           "ParallelWorker", "register_parallel", "result_property", "worker_input"]
 
 ALONE_MARKER = "cck_alone"
 #: The teardown report's property a worker carries a judged case in (the controller takes it off).
 RESULT_PROPERTY = "cck_result"
+#: The name the controller's side is registered under with pytest's plugin manager.
+PARALLEL_CONTROLLER = "cck-parallel-controller"
 
 #: How long a case waits for its turn before the run calls it the kit's error: far beyond the longest case
 #: (the suite's longest takes under a minute), short of a hung run.
@@ -178,3 +182,23 @@ class ParallelWorker:
         state = session.config.stash[RUN_KEY]
         self._output["cck_other_failures"] = state.other_failures
         self._output["cck_launches"] = launch_counts()
+
+
+def register_parallel(config: pytest.Config, state: RunState) -> None:
+    """Wire this process's side of a run on several processes: a worker's, or the controller's when ``-n`` is
+    given; in a run of one process, nothing."""
+    workerinput = worker_input(config)
+    if workerinput is not None:
+        gate = CaseGate(Path(workerinput["cck_gate_dir"]))
+        config.pluginmanager.register(ParallelWorker(state, gate, config.workeroutput),  # type: ignore[attr-defined]
+                                      "cck-parallel-worker")
+        return
+    if config.getoption("dist", "no") == "no":
+        return
+    if state.settings.target in ("url", "command"):  # every process would start, kill and fill the same brokers
+        raise pytest.UsageError(f"--jobs / -n: a {state.settings.target} target's brokers are yours, one set for the "
+                                "whole run, and cases on several processes would disturb each other's; run them in "
+                                "one process")
+    gate_dir = Path(tempfile.mkdtemp(prefix="cck-gate-"))
+    config.add_cleanup(lambda: shutil.rmtree(gate_dir, ignore_errors=True))
+    config.pluginmanager.register(ParallelController(state, gate_dir), PARALLEL_CONTROLLER)
