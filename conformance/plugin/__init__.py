@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ._fixtures import (
     EVIDENCE_KEY,
+    _cck_jvm_flavour,  # noqa: F401  (a fixture: pytest finds it by name)
     _cck_preflight,  # noqa: F401  (a fixture: pytest finds it by name)
     _cck_session_target,  # noqa: F401  (a fixture: pytest finds it by name)
     _cck_target_pool,  # noqa: F401  (a fixture: pytest finds it by name)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -27,6 +27,7 @@ from cck.conformance.evidence import CaseEvidence
 from cck.conformance.targets import CommandFailed, ManagedTarget, Target, Topology, UnsupportedByTarget
 from cck.conformance.verdicts import Indeterminate, KitError, Verdict
 
+from ._parallel import ALONE_MARKER, port_source
 from ._run import RUN_KEY, VERDICT_KEY
 from ._settings import SETTINGS_KEY, Settings
 from ._targets import PreflightError, TargetFactory, check_room, exit_for, preflight
@@ -57,14 +58,15 @@ FACTORY_KEY = pytest.StashKey[TargetFactory]()
 def cck_targets(cck_settings: Settings, tmp_path_factory: pytest.TempPathFactory,
                 pytestconfig: pytest.Config) -> TargetFactory:
     """What makes every target of the run (and owns what they share: a target file's nodes, the command log)."""
-    factory = TargetFactory(cck_settings, tmp_path_factory.mktemp)
+    factory = TargetFactory(cck_settings, tmp_path_factory.mktemp, port_source(pytestconfig))
     pytestconfig.stash[FACTORY_KEY] = factory
     return factory
 
 
 @pytest.fixture(scope="session")
 def _cck_session_target(cck_targets: TargetFactory) -> Iterator[Target]:
-    target = cck_targets.started(None)
+    # shared by cases that measure times and cases that do not, and alive the whole run: the default compilers
+    target = cck_targets.started(None, quick=False)
     try:
         yield target
     finally:
@@ -112,11 +114,27 @@ def cck_target(_cck_session_target: Target) -> Target:
     return _cck_session_target
 
 
+@pytest.fixture(autouse=True)
+def _cck_jvm_flavour(request: pytest.FixtureRequest) -> Iterator[None]:
+    """While a case runs, the target factory knows whether the case measures times (marked ``cck_alone``): the
+    JVM brokers of one that does not start C1-only unless the run says ``--full-jit``."""
+    settings = request.config.stash.get(SETTINGS_KEY, None)
+    if settings is None or not settings.active or not settings.quick_start:
+        yield
+        return
+    factory: TargetFactory = request.getfixturevalue("cck_targets")
+    factory.quick = request.node.get_closest_marker(ALONE_MARKER) is None
+    try:
+        yield
+    finally:
+        factory.quick = False
+
+
 @dataclass(frozen=True)
 class _Lent:
     """A target handed to a case, with what its nodes looked like then."""
 
-    topology: Topology
+    key: Hashable
     target: Target
     starts: tuple[int, ...]
 
@@ -135,26 +153,30 @@ class TargetPool:
     created does not meet the next.  At most :data:`IDLE_NODES` idle nodes are kept, the least recently used
     going first."""
 
-    def __init__(self, make: Callable[[Topology], Target], idle_nodes: int = IDLE_NODES) -> None:
+    def __init__(self, make: Callable[[Topology], Target], flavour: Callable[[Topology], Hashable] = lambda t: t,
+                 idle_nodes: int = IDLE_NODES) -> None:
         self._make = make
+        self._flavour = flavour
         self._idle_nodes = idle_nodes
-        self._idle: list[tuple[Topology, Target]] = []  # least recently used first
+        self._idle: list[tuple[Hashable, Target]] = []  # least recently used first
         self.made = 0
         self.reused = 0
 
     def take(self, topology: Topology, *, fresh: bool = False) -> _Lent:
-        """A started target of ``topology``: an idle one when there is one (and ``fresh`` is false), else new."""
+        """A started target of ``topology`` (and of the flavour the case in progress asks for: its JVM flags): an
+        idle one when there is one (and ``fresh`` is false), else new."""
+        key = self._flavour(topology)
         for i, (kept, target) in enumerate(self._idle):
-            if kept == topology and not fresh:
+            if kept == key and not fresh:
                 del self._idle[i]
                 if all(n.is_running for n in target.nodes):
                     self.reused += 1
-                    return _Lent(topology, target, _starts(target))
+                    return _Lent(key, target, _starts(target))
                 target.close()  # a broker that died on its own while idle: not what the case asks for
                 break
         target = self._make(topology)
         self.made += 1
-        return _Lent(topology, target, _starts(target))
+        return _Lent(key, target, _starts(target))
 
     def give_back(self, lent: _Lent, *, reusable: bool) -> None:
         """Keep ``lent.target`` for a later case if ``reusable`` and its nodes run the processes they ran when lent;
@@ -163,7 +185,7 @@ class TargetPool:
         if not (reusable and _starts(target) == lent.starts and all(n.is_running for n in target.nodes)):
             target.close()
             return
-        self._idle.append((lent.topology, target))
+        self._idle.append((lent.key, target))
         while sum(len(t.nodes) for _, t in self._idle) > self._idle_nodes:
             _, oldest = self._idle.pop(0)
             oldest.close()
@@ -178,7 +200,7 @@ class TargetPool:
 # beyond it would only take CPU from the groups after it
 @pytest.fixture(scope="module")
 def _cck_target_pool(cck_targets: TargetFactory) -> Iterator[TargetPool]:
-    pool = TargetPool(cck_targets.started)
+    pool = TargetPool(cck_targets.started, cck_targets.flavour)
     try:
         yield pool
     finally:

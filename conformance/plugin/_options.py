@@ -89,6 +89,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("skip_preflight", "--skip-preflight", "do not check, before the first case, that the brokers named by "
            "--broker-url or --target-file answer and open a session (the run then judges whatever answers)",
            kind="flag"),
+    Option("full_jit", "--full-jit", "target artemis: start every node's JVM with its default compilers (by "
+           "default a case that measures no times gets nodes started C1-only, -XX:TieredStopAtLevel=1, which "
+           "halves their CPU; a case marked cck_alone always gets the default compilers)", kind="flag"),
     Option("strict", "--strict-should", "count a missed SHOULD (or MAY) as FAIL (default: PASS_LENIENT)",
            kind="flag"),
     Option("evidence_dir", "--evidence-dir", "write evidence (JSON Lines, allure results) under DIR/<run-id>/",
@@ -298,6 +301,7 @@ def resolve_settings(cli: Mapping[str, Any], env: Mapping[str, str], ini: Mappin
         timing_scale=scale, tolerance=tolerance.scaled(scale),
         case_globs=get("case", _globs, ()), clauses=get("clause", _globs, ()),
         strict=get("strict", _flag, False), preflight=not get("skip_preflight", _flag, False),
+        quick_start=not get("full_jit", _flag, False),
         evidence_dir=get("evidence_dir", lambda raw: _path(raw, ini_dir)),
         deviations_file=get("deviations", lambda raw: _path(raw, ini_dir)),
         clause_table=get("clause_table", lambda raw: _path(raw, ini_dir)),

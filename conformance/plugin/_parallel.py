@@ -30,10 +30,12 @@ from typing import IO, Any
 
 import pytest
 
+from cck.conformance.targets import PortBlock, PortSource, free_ports, launch_counts
+
 from ._run import RUN_KEY, CaseResult, RunState
 
 __all__ = ["ALONE_MARKER", "PARALLEL_CONTROLLER", "RESULT_PROPERTY", "CaseGate", "GateTimeout", "ParallelController",
-           "ParallelWorker", "register_parallel", "result_property", "worker_input"]
+           "ParallelWorker", "port_source", "register_parallel", "result_property", "worker_input"]
 
 ALONE_MARKER = "cck_alone"
 #: The teardown report's property a worker carries a judged case in (the controller takes it off).
@@ -56,6 +58,16 @@ def worker_input(config: pytest.Config) -> dict[str, Any] | None:
     """The controller's input to this process when it is an xdist worker, else None."""
     workerinput = getattr(config, "workerinput", None)
     return workerinput if isinstance(workerinput, dict) else None
+
+
+def port_source(config: pytest.Config) -> PortSource:
+    """Where this process's brokers take their ports: an xdist worker (``gw<N>``) its own block of ports, so no
+    port one worker was given (a passive backup's, bound by nobody) is handed to another; one process, the
+    kernel's free ports."""
+    workerinput = worker_input(config)
+    if workerinput is None:
+        return free_ports
+    return PortBlock.for_worker(int(str(workerinput["workerid"]).removeprefix("gw")))
 
 
 def _lock(file: IO[bytes], operation: int, deadline: float, waited_s: float, what: str) -> None:
@@ -177,8 +189,6 @@ class ParallelWorker:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        from cck.conformance.targets import launch_counts
-
         state = session.config.stash[RUN_KEY]
         self._output["cck_other_failures"] = state.other_failures
         self._output["cck_launches"] = launch_counts()

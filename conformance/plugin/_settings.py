@@ -36,6 +36,9 @@ class Settings:
     strict: bool = False
     #: Check, before the first case, that the brokers named (url, command) answer (``--skip-preflight``: no).
     preflight: bool = True
+    #: Start the JVM brokers of a case that measures no times C1-only, which halves their CPU (``--full-jit``:
+    #: every node with the JVM's default compilers).  Cases marked ``cck_alone`` always get the default ones.
+    quick_start: bool = True
     evidence_dir: Path | None = None
     #: A known-deviations file replacing the kit's file for the target (``conformance/deviations/``).
     deviations_file: Path | None = None
@@ -64,7 +67,7 @@ class Settings:
             "user": self.user, "password": None if self.password is None else "***",
             "timing_scale": self.timing_scale, "tolerance": self.tolerance.to_dict(),
             "case_globs": list(self.case_globs), "clauses": list(self.clauses), "strict": self.strict,
-            "preflight": self.preflight,
+            "preflight": self.preflight, "quick_start": self.quick_start,
             "evidence_dir": None if self.evidence_dir is None else str(self.evidence_dir),
             "deviations_file": None if self.deviations_file is None else str(self.deviations_file),
             "clause_table": None if self.clause_table is None else str(self.clause_table),

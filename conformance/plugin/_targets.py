@@ -23,6 +23,7 @@ from cck.conformance.targets import (
     CommandFailed,
     CommandLog,
     NodeSpec,
+    PortSource,
     Target,
     Topology,
     capabilities_of,
@@ -48,11 +49,16 @@ _NEEDS_CONFIG = "the case needs a broker configured by the kit (target reference
 
 
 class TargetFactory:
-    """Makes the run's targets, not started.  ``workdir(prefix)`` gives a fresh directory for each."""
+    """Makes the run's targets, not started.  ``workdir(prefix)`` gives a fresh directory for each, ``ports`` the
+    free ports of the brokers it runs (this process's own block when the run has several, see ``port_source``)."""
 
-    def __init__(self, settings: Settings, workdir: Callable[[str], Path]) -> None:
+    def __init__(self, settings: Settings, workdir: Callable[[str], Path], ports: PortSource = free_ports) -> None:
         self.settings = settings
         self._workdir = workdir
+        self._ports = ports
+        #: whether the case in progress measures no times, so that the JVM brokers made for it may start C1-only
+        #: (the plugin sets it around each case; see ``Settings.quick_start``)
+        self.quick = False
         self.commands = CommandLog()
         target_file = settings.target_file
         self.bench = CommandBench(target_file, self.commands) if target_file is not None else None
@@ -66,9 +72,10 @@ class TargetFactory:
             return "config" in self.bench.capabilities
         return True
 
-    def new(self, topology: Topology | None) -> Target:
+    def new(self, topology: Topology | None, *, quick: bool | None = None) -> Target:
         """A target of the run's kind for ``topology`` (None: the broker as the run's default one; a url target, or a
-        command target without apply_config, takes no topology of a case's own: UNSUPPORTED)."""
+        command target without apply_config, takes no topology of a case's own: UNSUPPORTED); its JVMs started
+        C1-only if ``quick`` (None: as :attr:`quick` says for the case in progress)."""
         kind = self.settings.target
         assert kind is not None
         if kind == "url":
@@ -82,12 +89,18 @@ class TargetFactory:
         if kind == "command":
             return make_target("command", bench=self.bench, workdir=workdir, topology=topology or Topology.single())
         version = self.settings.artemis_version if kind == "artemis" else None
-        return make_target(kind, version=version, workdir=workdir, topology=topology or Topology.single())
+        return make_target(kind, version=version, workdir=workdir, topology=topology or Topology.single(),
+                           ports=self._ports, quick_start=self.quick if quick is None else quick)
 
-    def started(self, topology: Topology | None) -> Target:
+    def flavour(self, topology: Topology) -> tuple[Topology, bool]:
+        """What a started target kept for reuse must match to serve the case in progress: its topology and how
+        its JVMs were started."""
+        return topology, self.quick
+
+    def started(self, topology: Topology | None, *, quick: bool | None = None) -> Target:
         """:meth:`new`, started.  A broker that does not start leaves the case's verdict open (INDETERMINATE); a
         target-file command that fails is the kit's set-up error (CommandFailed, KIT_ERROR), never the broker's."""
-        target = self.new(topology)
+        target = self.new(topology, quick=quick)
         try:
             target.start()
         except CommandFailed:
@@ -102,7 +115,7 @@ class TargetFactory:
         """The acceptor ports the first ``count`` nodes of a target made next will have (a case that must know them
         before the brokers start: fault proxies standing between them)."""
         if self.bench is None:
-            return free_ports(count)
+            return self._ports(count)
         nodes = self.bench.file.nodes
         if count > len(nodes):
             raise Unsupported(f"the case needs {count} nodes; the target file has {len(nodes)}")

@@ -77,24 +77,26 @@ class ClusterPool:
 
     def __init__(self, targets: TargetFactory) -> None:
         self.targets = targets
-        self.topology: Topology | None = None
+        #: the running cluster's topology and JVM flavour (see ``TargetFactory.flavour``)
+        self.flavour: tuple[Topology, bool] | None = None
         self.target: ManagedTarget | None = None
         self.starts = 0
 
     def get(self, topology: Topology) -> ManagedTarget:
-        if self.target is not None and self.topology == topology and all(n.is_running for n in self.target.nodes):
+        flavour = self.targets.flavour(topology)
+        if self.target is not None and self.flavour == flavour and all(n.is_running for n in self.target.nodes):
             return self.target
         self.close()
         target = self.targets.started(topology)  # UNSUPPORTED on a target that takes no topology of the kit's
         assert isinstance(target, ManagedTarget), target
-        self.topology, self.target = topology, target
+        self.flavour, self.target = flavour, target
         self.starts += 1
         return target
 
     def close(self) -> None:
         if self.target is not None:
             self.target.close()
-        self.target = self.topology = None
+        self.target = self.flavour = None
 
 
 def message(index: int, *, routing: RoutingType | None = None, **props: str | int | bool) -> CoreMessage:
@@ -317,7 +319,7 @@ class RevivingPool(ClusterPool):
 
     def get(self, topology: Topology) -> ManagedTarget:
         target = self.target
-        if target is not None and self.topology == topology:
+        if target is not None and self.flavour == self.targets.flavour(topology):
             stopped = [n for n in target.nodes if not n.is_running]
             try:
                 for node in stopped:

@@ -53,7 +53,8 @@ from ._factory import TARGET_KINDS, make_target
 from ._legacy import LEGACY_TARGETS, Artemis1Target, HornetQTarget, LegacyTarget
 from ._legacy_launch import LEGACY_SERVERS, LegacyServer, ensure_legacy
 from ._netns import netns_unavailable
-from ._process import free_ports, launch_counts
+from ._ports import PortBlock, PortSource, free_ports
+from ._process import launch_counts
 from ._reference import REFERENCE_START_DEADLINE_S, ReferenceNode, ReferenceTarget, kit_version
 from ._target_file import (
     COMMANDS,
@@ -125,6 +126,8 @@ __all__ = [
     "kit_version",
     "pinned_artemis_versions",
     "free_ports",
+    "PortBlock",
+    "PortSource",
     "launch_counts",
     "netns_unavailable",
     # capabilities

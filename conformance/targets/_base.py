@@ -23,7 +23,8 @@ from typing import ClassVar, Final, Self
 from ._errors import NodeStartError, NodeStopError, TargetError, UnsupportedByTarget
 from ._forkserver import ForkServer
 from ._netns import NetnsNetwork, netns_unavailable, plan_netns
-from ._process import LOG_LINES_KEPT, BrokerProcess, ExitedEarly, NotReady, free_ports
+from ._ports import PortSource, free_ports
+from ._process import LOG_LINES_KEPT, BrokerProcess, ExitedEarly, NotReady
 from ._topology import PERMISSIONS, NodeSpec, Topology
 
 __all__ = [
@@ -411,9 +412,10 @@ class ManagedTarget(Target):
     topology: Topology  # resolved: every port and data directory chosen
 
     def __init__(self, version: str, protocol_version: int | None, topology: Topology, workdir: Path, *,
-                 capabilities: frozenset[str] = ALL_CAPABILITIES) -> None:
+                 capabilities: frozenset[str] = ALL_CAPABILITIES, ports: PortSource = free_ports) -> None:
         super().__init__(version, capabilities, None, protocol_version)
         self.workdir = workdir.absolute()
+        self._ports = ports
         self.network: NetnsNetwork | None = None
         if topology.network == "netns":
             why = netns_unavailable()
@@ -431,8 +433,9 @@ class ManagedTarget(Target):
                 node.launcher = functools.partial(self.network.wrap, node.name)
 
     def _resolve(self, topology: Topology) -> Topology:
-        """The topology with every port and data directory chosen (free ports; data under the workdir)."""
-        return topology.resolve(self.workdir, free_ports, lambda n: free_ports(n, kind=socket.SOCK_DGRAM))
+        """The topology with every port and data directory chosen (free ports from the target's port source; data
+        under the workdir)."""
+        return topology.resolve(self.workdir, self._ports, lambda n: self._ports(n, kind=socket.SOCK_DGRAM))
 
     @property
     def kit_address(self) -> str:

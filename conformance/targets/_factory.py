@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._artemis import ArtemisTarget, pinned_artemis_versions
+from ._artemis import DEFAULT_JAVA_ARGS, QUICK_START_JAVA_ARGS, ArtemisTarget, pinned_artemis_versions
 from ._base import Target
 from ._command import CommandBench, CommandTarget
 from ._legacy import LEGACY_TARGETS
+from ._ports import PortSource, free_ports
 from ._reference import ReferenceTarget, kit_version
 from ._topology import Topology
 from ._url import UrlTarget
@@ -26,11 +27,17 @@ def make_target(
     workdir: Path | None = None,
     topology: Topology | None = None,
     bench: CommandBench | None = None,
+    ports: PortSource = free_ports,
+    quick_start: bool = False,
 ) -> Target:
     """A target, not started yet (use it as a context manager, or ``start()`` and ``close()``).
 
     * ``url``: needs ``url``; ``version`` is whatever the user says it is (default "unknown");
       a topology or workdir is refused: the kit does not configure that broker.
+    * every managed kind: ``ports`` picks the nodes' free ports (default: the kernel's; a run on several processes
+      gives each its own block, see ``_ports``); a command target's nodes have their ports in the target file.
+    * ``quick_start``: target ``artemis`` starts its JVMs C1-only (``QUICK_START_JAVA_ARGS``), for a case that
+      measures no times; the other kinds start as they always do.
     * ``reference``: needs ``workdir``; ``version`` may only be the kit's own.
     * ``artemis``: needs ``workdir``; ``version`` is a pinned one (default: the pins' default).
     * ``command``: needs ``bench`` (the nodes of a target file) and ``workdir``; the version is the file's.
@@ -60,14 +67,15 @@ def make_target(
     if kind in LEGACY_TARGETS:
         if version is not None:
             raise ValueError(f"target {kind!r} is one version of one server; it takes no version")
-        return LEGACY_TARGETS[kind](topology, workdir)
+        return LEGACY_TARGETS[kind](topology, workdir, ports=ports)
     if kind == "reference":
         mine = kit_version()
         if version is not None and version != mine:
             raise ValueError(f"the reference broker is this kit's own, version {mine}; it has no version {version!r}")
-        return ReferenceTarget(topology, workdir)
+        return ReferenceTarget(topology, workdir, ports=ports)
     default, pinned = pinned_artemis_versions()
     if version is not None and version not in pinned:
         raise ValueError(f"Artemis {version} is not pinned: use one of {', '.join(pinned)} "
                          f"(default {default}; pins live in fixtures/artemis/versions.json)")
-    return ArtemisTarget(topology, workdir, version=version)
+    java_args = QUICK_START_JAVA_ARGS if quick_start else DEFAULT_JAVA_ARGS
+    return ArtemisTarget(topology, workdir, version=version, ports=ports, java_args=java_args)

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from ._base import ALL_CAPABILITIES, CONFIG, STOP_DEADLINE_S, ManagedTarget, ProcessNode
 from ._errors import NodeStartError, UnsupportedByTarget
 from ._legacy_launch import LEGACY_SERVERS, READY_PREFIX, LegacyError, LegacyLaunch, ensure_legacy, legacy_argv
+from ._ports import PortSource, free_ports
 from ._topology import NodeSpec, Topology
 
 __all__ = ["LEGACY_START_DEADLINE_S", "LEGACY_TARGETS", "Artemis1Target", "HornetQTarget", "LegacyNode", "LegacyTarget",
@@ -235,11 +236,11 @@ class LegacyTarget(ManagedTarget):
 
     def __init__(self, topology: Topology | None = None, workdir: Path | str = ".", *,
                  start_deadline_s: float = LEGACY_START_DEADLINE_S,
-                 stop_deadline_s: float = STOP_DEADLINE_S) -> None:
+                 stop_deadline_s: float = STOP_DEADLINE_S, ports: PortSource = free_ports) -> None:
         self._start_deadline_s = start_deadline_s
         self._stop_deadline_s = stop_deadline_s
         server = LEGACY_SERVERS[self.kind]
-        super().__init__(server.version, server.protocol_version, topology or Topology(), Path(workdir))
+        super().__init__(server.version, server.protocol_version, topology or Topology(), Path(workdir), ports=ports)
         for spec in self.topology.nodes:  # refused before any process starts: UNSUPPORTED, not a failed start
             legacy_config(self.kind, self.topology, spec.name)
 

@@ -13,7 +13,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -23,7 +22,7 @@ from typing import IO
 
 from ._forkserver import ForkedProcess, ForkServer
 
-__all__ = ["BrokerProcess", "ExitedEarly", "NotReady", "count_launch", "free_ports", "launch_counts"]
+__all__ = ["BrokerProcess", "ExitedEarly", "NotReady", "count_launch", "launch_counts"]
 
 LOG_LINES_KEPT = 5000
 
@@ -44,23 +43,6 @@ def count_launch(label: str) -> None:
     """Count one launch of ``label`` (for processes not run as a :class:`BrokerProcess`)."""
     with _running_lock:
         _launched[label] += 1
-
-
-def free_ports(count: int, *, kind: int = socket.SOCK_STREAM, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct ports the kernel says are free, probed by binding to port 0.
-
-    All probes stay bound until every port is picked, so two nodes never get the same one; the
-    port can still be taken by someone else before the broker binds it (the usual race)."""
-    probes: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            probe = socket.socket(socket.AF_INET, kind)
-            probes.append(probe)
-            probe.bind((host, 0))
-        return [int(p.getsockname()[1]) for p in probes]
-    finally:
-        for probe in probes:
-            probe.close()
 
 
 class NotReady(Exception):

@@ -16,6 +16,7 @@ from ._base import STOP_DEADLINE_S, ManagedTarget, ProcessNode
 from ._config import write_etc
 from ._errors import TargetError
 from ._forkserver import ForkServer, fork_server
+from ._ports import PortSource, free_ports
 from ._topology import NodeSpec, Topology
 
 __all__ = ["REFERENCE_START_DEADLINE_S", "ReferenceNode", "ReferenceTarget", "kit_version"]
@@ -91,12 +92,13 @@ class ReferenceTarget(ManagedTarget):
         stop_deadline_s: float = STOP_DEADLINE_S,
         log_level: str = "info",
         fork_server: bool = True,
+        ports: PortSource = free_ports,
     ) -> None:
         self._start_deadline_s = start_deadline_s
         self._fork_server = fork_server
         self._stop_deadline_s = stop_deadline_s
         self._log_level = log_level
-        super().__init__(kit_version(), CURRENT_VERSION, topology or Topology(), Path(workdir))
+        super().__init__(kit_version(), CURRENT_VERSION, topology or Topology(), Path(workdir), ports=ports)
 
     def _make_node(self, spec: NodeSpec, node_dir: Path) -> ReferenceNode:
         return ReferenceNode(spec, self.topology, node_dir, start_deadline_s=self._start_deadline_s,

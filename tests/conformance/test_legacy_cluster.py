@@ -25,12 +25,13 @@ from typing import Any
 import pytest
 
 from cck.codec import CoreMessage, TypedProperties
+from cck.conformance.targets import free_ports
 from cck.conformance.targets._legacy_launch import (
     READY_PREFIX,
     LegacyLaunch,
     legacy_argv,
 )
-from cck.conformance.targets._process import BrokerProcess, ExitedEarly, NotReady, free_ports
+from cck.conformance.targets._process import BrokerProcess, ExitedEarly, NotReady
 from cck.reference.client import ClientSettings, Connection, connect
 from tests.conformance import legacy_support
 from tests.conformance.legacy_support import STOP_DEADLINE_S, LegacyProcess, needs_legacy

@@ -61,6 +61,7 @@ from cck.codec import (
     TypedProperties,
     encode_packet,
 )
+from cck.conformance.targets import free_ports
 from cck.conformance.targets._legacy_launch import (
     READY_PREFIX,
     LegacyError,
@@ -68,7 +69,7 @@ from cck.conformance.targets._legacy_launch import (
     ensure_legacy,
     legacy_argv,
 )
-from cck.conformance.targets._process import BrokerProcess, ExitedEarly, NotReady, free_ports
+from cck.conformance.targets._process import BrokerProcess, ExitedEarly, NotReady
 from cck.reference.client import BrokerRefused, ClientSettings, Connection, Session, connect
 from tests.conformance import legacy_support
 from tests.conformance.legacy_support import STOP_DEADLINE_S, LegacyProcess, needs_legacy

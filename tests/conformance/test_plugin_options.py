@@ -30,6 +30,7 @@ def test_nothing_given_is_inert_with_defaults() -> None:
     assert settings.timing_scale == 1.0
     assert settings.tolerance == DEFAULT_TOLERANCE
     assert settings.strict is False
+    assert settings.quick_start is True
     assert settings.case_globs == ()
     assert set(settings.sources.values()) == {"default"}
     assert set(settings.sources) == {o.key for o in OPTIONS}
@@ -87,6 +88,13 @@ def test_multi_value_options_from_each_source() -> None:
 @pytest.mark.parametrize(("text", "expected"), [("1", True), ("yes", True), ("off", False), ("FALSE", False)])
 def test_strict_from_env(text: str, expected: bool) -> None:
     assert resolve(env={"CCK_STRICT": text}).strict is expected
+
+
+def test_full_jit_turns_quick_starts_off() -> None:
+    assert resolve(cli={"full_jit": True}).quick_start is False
+    settings = resolve(env={"CCK_FULL_JIT": "yes"})
+    assert settings.quick_start is False
+    assert settings.sources["full_jit"] == "env CCK_FULL_JIT"
 
 
 def test_strict_from_the_command_line() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cck.conformance.plugin._parallel import CaseGate, GateTimeout
+from cck.conformance.targets import PortBlock
 
 from .test_plugin_verdicts import ALL, kit, suite  # noqa: F401  (kit: a fixture)
 
@@ -116,6 +117,34 @@ def test_a_case_whose_worker_died_is_the_kits_error(kit: pytest.Pytester) -> Non
     ])
     (run_dir,) = (kit.path / "ev").iterdir()
     assert json.loads((run_dir / "run.json").read_text())["exit_status"] == 3
+
+
+PORTS_SUITE = '''
+import fcntl, json, os
+from cck.conformance.cases import Case, cases
+
+@cases(*(Case(f"demo.run.{n}", "demo.must", "asks for ports", "it passes") for n in range(1, 7)))
+def test_demo(case, cck_targets):
+    with open("ports.jsonl", "a") as out:
+        fcntl.flock(out, fcntl.LOCK_EX)
+        out.write(json.dumps([os.environ["PYTEST_XDIST_WORKER"], cck_targets.ports(3)]) + "\\n")
+'''
+
+
+def test_each_process_takes_ports_from_a_block_of_its_own(kit: pytest.Pytester) -> None:  # noqa: F811
+    """A passive backup's port is bound by nobody: another process must never be handed it."""
+    kit.makepyfile(test_demo=PORTS_SUITE)
+    result = kit.runpytest_subprocess(*TARGET, "-n", "2", ".")
+    assert result.ret == 0
+    rows = [json.loads(line) for line in (kit.path / "ports.jsonl").read_text().splitlines()]
+    assert len(rows) == 6
+    by_worker: dict[str, set[int]] = {}
+    for worker, ports in rows:
+        block = PortBlock.for_worker(int(worker.removeprefix("gw")))
+        assert all(block.first <= port < block.first + block.size for port in ports), (worker, ports, block)
+        by_worker.setdefault(worker, set()).update(ports)
+    assert sum(len(ports) for ports in by_worker.values()) == 18  # no port handed out twice in the run
+    assert len(set().union(*by_worker.values())) == 18
 
 
 def test_the_brokers_of_a_url_or_command_target_are_not_shared_out(kit: pytest.Pytester) -> None:  # noqa: F811

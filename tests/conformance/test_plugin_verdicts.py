@@ -431,6 +431,56 @@ def test_a_target_left_as_found_is_handed_to_the_next_case(kit: pytest.Pytester)
     result.stdout.fnmatch_lines(["*demo.pool.5*FAIL*"])
     assert "demo.pool.6" not in result.stdout.str(), result.stdout.str()
 
+FLAVOUR = '''
+import pytest
+
+from cck.conformance.cases import Case, cases
+from cck.conformance.targets import Topology
+
+SEEN = []
+TOPOLOGY = Topology.single()
+
+
+def one(n, what):
+    return cases(Case(f"demo.jvm.{n}", "demo.must", what, "it runs"))
+
+
+@one(1, "measures no times")
+def test_untimed(case, cck_make_target, cck_targets):
+    SEEN.append((cck_targets.quick, cck_make_target(TOPOLOGY).url))
+
+
+@one(2, "measures times")
+@pytest.mark.cck_alone
+def test_timed(case, cck_make_target, cck_targets):
+    SEEN.append((cck_targets.quick, cck_make_target(TOPOLOGY).url))
+
+
+@one(3, "measures no times again")
+def test_untimed_again(case, cck_make_target, cck_targets):
+    SEEN.append((cck_targets.quick, cck_make_target(TOPOLOGY).url))
+
+
+@one(4, "looks back")
+def test_look(case, cck_settings):
+    (q1, url1), (q2, url2), (q3, url3) = SEEN
+    if cck_settings.quick_start:
+        assert (q1, q2, q3) == (True, False, True)
+        assert url2 != url1 and url3 == url1, "a quick target is kept for quick cases only"
+    else:
+        assert (q1, q2, q3) == (False, False, False)
+        assert url1 == url2 == url3
+'''
+
+
+@pytest.mark.parametrize("full_jit", [False, True])
+def test_a_case_that_measures_times_gets_brokers_started_for_timing(kit: pytest.Pytester, full_jit: bool) -> None:
+    kit.makepyfile(test_flavour=FLAVOUR)
+    result = kit.runpytest("-p", "no:cacheprovider", "--target", "reference", "--clause-table", "clauses",
+                           *(["--full-jit"] if full_jit else []), "test_flavour.py")
+    result.assert_outcomes(passed=4)
+
+
 # -- the cause decides: a kit error is never FAIL, PASS or PASS_LENIENT ------------------------------------------
 
 CAUSES = '''

@@ -535,6 +535,17 @@ def test_make_target_builds_each_kind(tmp_path: Path) -> None:
     assert make_target("artemis", workdir=tmp_path).version == "2.44.0"  # the pins' default
 
 
+def test_a_quick_start_artemis_target_runs_its_jvms_c1_only(tmp_path: Path) -> None:
+    timed = make_target("artemis", workdir=tmp_path / "timed", topology=Topology.cluster_of(2))
+    quick = make_target("artemis", workdir=tmp_path / "quick", topology=Topology.cluster_of(2),
+                        quick_start=True)
+    assert isinstance(timed, ArtemisTarget)
+    assert isinstance(quick, ArtemisTarget)
+    assert all("TieredStopAtLevel" not in node.java_args for node in timed.nodes)
+    assert all(node.java_args.endswith(" -XX:TieredStopAtLevel=1") for node in quick.nodes)
+    assert isinstance(make_target("reference", workdir=tmp_path / "ref", quick_start=True), ReferenceTarget)
+
+
 # --------------------------------------------------------------------------- reference target
 
 

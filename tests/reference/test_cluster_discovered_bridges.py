@@ -7,7 +7,7 @@ import asyncio
 from typing import Any, cast
 
 from cck.codec import TransportConfiguration
-from cck.conformance.targets._process import free_ports
+from cck.conformance.targets import free_ports
 from cck.reference.cluster._bridge import ClusterManager, Peer
 from cck.reference.config._model import ClusterConnection
 
