@@ -4,9 +4,9 @@ Two things, each measured on a 2-core machine (start = process launched to AMQ22
 
 * C1 only (``-XX:TieredStopAtLevel=1``) about halves a start (4.5 s -> 2.4 s) and the CPU of a short life, but
   with it a 2.44.0 node made a third series of connection attempts to a killed peer, at a fixed retry-interval,
-  and the ``cluster.bridge-backoff.*`` cases failed in most runs (they pass with the default JIT).  So only the
-  nodes of a case that measures no times start C1-only (the target's ``java_args``, chosen by the plugin: a case
-  marked ``cck_alone`` gets the default compilers); the archive below is made per set of flags.
+  and the ``cluster.bridge-backoff.*`` cases failed in most runs (with the default JIT, in about one run of five).
+  So only the nodes of a case that measures no times start C1-only (the target's ``java_args``, chosen by the
+  plugin: a case marked ``cck_alone`` gets the default compilers); the archive below is made per set of flags.
 * **One instance template per version**: ``artemis create`` is a JVM run of its own (about 1 s).  It writes the
   same files for every node except the instance and data paths (in ``bin/artemis``, ``etc/*.profile`` and
   ``etc/bootstrap.xml``) and the files :func:`write_etc` replaces anyway (broker.xml, login.config, users,
