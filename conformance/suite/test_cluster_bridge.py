@@ -11,6 +11,8 @@ The backoff cases kill node1 (SIGKILL) and time node0's connection attempts to n
 ``lo`` (nothing listens there any more, so each attempt is refused at once); attempts less than half the
 retry-interval apart are one round (Artemis's cluster connection retries its topology connection on the
 bridge's beat), and the rounds must follow retry-interval, its multiplier and max-retry-interval (timing oracle).
+The kill waits until node0 has finished connecting to node1: a connection of node0 still in its first attempts
+when node1 dies keeps its own fixed beat (see :func:`_connected_for_good`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from cck.conformance.evidence import CaseEvidence
 from cck.conformance.oracles import RetryPolicy, check_schedule, expected_reconnect_schedule
 from cck.conformance.plugin import Settings
 from cck.conformance.targets import ClusterSpec, Topology
-from cck.conformance.verdicts import NotObserved, unsupported
+from cck.conformance.verdicts import NotObserved, indeterminate, unsupported
 
 from ._backoff_syn import SynRecord, SynWatch, syn_watch_available
 from ._cluster_kit import (
@@ -39,11 +41,14 @@ from ._cluster_kit import (
     listed_on,
     message,
 )
-from ._kit import restarted, run, signalled, unique
-from ._tcp_kill import kill_tcp, tcp_kill_unavailable
+from ._kit import poll, restarted, run, signalled, unique
+from ._tcp_kill import connections_to, kill_tcp, tcp_kill_unavailable
 
 CASE_S = 120.0
 ARRIVE_S = 60.0
+#: Beyond one retry-interval, how long node0's count of connections to node1 must stay unchanged before the
+#: backoff cases kill node1: an attempt's TCP connect and handshake on loopback (ms) and a busy scheduler.
+SETTLE_MARGIN_S = 0.25
 TOPOLOGY = Topology.cluster_of(2, ClusterSpec(message_load_balancing="ON_DEMAND", retry_interval_ms=200))
 
 CUT = tuple(
@@ -169,6 +174,39 @@ def _leading_attempt_left_out(starts: list[int], second_wait_ms: int, multiplier
     return starts
 
 
+async def _connected_for_good(port: int, quiet_s: float, seconds: float) -> tuple[list[int], float]:
+    """Wait until the number of connections other processes hold to ``port`` (node0's to node1, once the kit's
+    clients are closed) is above zero and has not changed for ``quiet_s``; returns each count seen (the first
+    when the wait began, the last when it ended) and the seconds waited.
+
+    Node0 connects to node1 more than once (Artemis: the bridge, its cluster connection's topology connection,
+    its cluster controller's), each with its own locator.  A locator still making its first connection tries
+    every retry-interval; when node1 dies between its TCP connect and the end of its handshake (Artemis logs
+    AMQ222186), it goes on trying at that fixed beat for good, beside the bridge's backoff rounds, and the SYN
+    watch cannot tell the two series apart.  Node1 is up and answering here, so a locator that has not yet
+    connected does within one retry-interval: a count unchanged for longer than that means none is pending.
+    The cluster never settling within ``seconds`` leaves the case undecided (the premise, not the clause)."""
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    counts: list[int] = []
+    changed = began
+
+    async def settled() -> bool:
+        nonlocal changed
+        count = await asyncio.to_thread(connections_to, port)
+        if not counts or counts[-1] != count:
+            counts.append(count)
+            changed = loop.time()
+        return count > 0 and loop.time() - changed >= quiet_s
+
+    try:
+        await poll(settled, seconds, lambda: "")
+    except NotObserved:
+        indeterminate(f"node0's connections to node1 did not settle within {seconds:.0f} s (counts seen: {counts}); "
+                      "the kill would land while node0 is still connecting")
+    return counts, loop.time() - began
+
+
 @cases(*BACKOFF)
 @pytest.mark.cck_alone  # the bridge's reconnect schedule judged against the run's tolerance
 def test_bridge_reconnect_backoff(case: Case, clusters: ClusterPool, cck_settings: Settings,
@@ -195,6 +233,9 @@ def test_bridge_reconnect_backoff(case: Case, clusters: ClusterPool, cck_setting
             await c.queue_on(["node1"], address)
             await listed_on(c, "node0", address, 1, FORM_S, "node1's queue (the cluster has not formed)")
         node1 = target.topology.node("node1")
+        links, waited_s = await _connected_for_good(node1.port, interval / 1000 + SETTLE_MARGIN_S, FORM_S)
+        evidence.note("node0_connections_to_node1", links)  # each count seen, from the listing to the kill
+        evidence.note("settled_after_ms", round(waited_s * 1000))
         with SynWatch({node1.port}) as watch:
             killed_ns = time.monotonic_ns()
             await asyncio.to_thread(target.node("node1").kill)

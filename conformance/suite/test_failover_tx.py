@@ -404,10 +404,12 @@ def test_xa_branch_active_at_failover(case: Case, cck_target: Target, cck_settin
                 steps["rollback"] = repr(exc)
             in_doubt = await session.xa_recover()
             evidence.note("xa_steps", steps)
+            evidence.note("in_doubt_after", xid in in_doubt)
             settle_sends(history, keys, [False] * COUNT, name="X", process="xa")
             got = await drain_queue(connection, queue, history, 0, cck_settings)
             evidence.note("received", got)
-            assert not prepared, f"the branch active at the failure was prepared: {steps}"
+            assert not prepared, (f"the prepare of the branch active at the failure was answered with success "
+                                  f"({'in doubt after it' if xid in in_doubt else 'not in doubt after it'}): {steps}")
             assert xid not in in_doubt, "the branch active at the failure is in doubt"
 
     run(cck_settings, scenario(), CASE_S)
