@@ -6,7 +6,8 @@ The cause of what ended a phase decides (``conformance.verdicts`` says what each
 * :class:`Indeterminate` in setup or call -> INDETERMINATE
 * a failed check (``assert``, :class:`CheckFailed`, ``pytest.fail``, or an error the kit's client or codec
   raised because of what the peer did) -> FAIL; PASS_LENIENT instead when the clause is SHOULD or MAY and the
-  run is not strict (call phase only)
+  run is not strict (call phase only).  A refusal of the kit's protocol version is not one: the kit spoke the
+  version of what it was told the target is
 * anything else (the kit's own error) -> KIT_ERROR, naming the error and where in the kit it was raised; never
   PASS_LENIENT, whatever the clause's level
 * the call passed -> PASS; PASS_LENIENT when the case recorded a SHOULD miss (FAIL when strict)
@@ -24,10 +25,10 @@ from typing import Literal
 
 import pytest
 
-from cck.codec import CodecError, EncodeError
+from cck.codec import CodecError, EncodeError, ExceptionType
 from cck.conformance.targets import UnsupportedByTarget
 from cck.conformance.verdicts import Indeterminate, Unsupported, Verdict
-from cck.reference.client import ClientError, ObjectClosed
+from cck.reference.client import BrokerRefused, ClientError, ObjectClosed
 
 from ._deviations import Deviation
 
@@ -59,6 +60,9 @@ def cause_of(exc: BaseException | None) -> Cause:
         return "indeterminate"
     if isinstance(exc, AssertionError | pytest.fail.Exception):
         return "check"
+    if isinstance(exc, BrokerRefused) and exc.type is ExceptionType.INCOMPATIBLE_CLIENT_SERVER_VERSIONS:
+        # the kit offered a protocol version the broker does not speak: the target's declared version is wrong
+        return "kit"
     if isinstance(exc, _PEER_ERRORS) and not isinstance(exc, _KIT_ERRORS):
         return "check"
     return "kit"

@@ -402,8 +402,8 @@ def test_xa_branch_active_at_failover(case: Case, cck_target: Target, cck_settin
                 steps["rollback"] = "ok"
             except (XAError, BrokerRefused) as exc:
                 steps["rollback"] = repr(exc)
-            in_doubt = await session.xa_recover()
             evidence.note("xa_steps", steps)
+            in_doubt = await session.xa_recover()
             evidence.note("in_doubt_after", xid in in_doubt)
             settle_sends(history, keys, [False] * COUNT, name="X", process="xa")
             got = await drain_queue(connection, queue, history, 0, cck_settings)

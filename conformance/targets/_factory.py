@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cck.conformance.artemis.distribution import load_versions
+
 from ._artemis import DEFAULT_JAVA_ARGS, QUICK_START_JAVA_ARGS, ArtemisTarget, pinned_artemis_versions
 from ._base import Target
 from ._command import CommandBench, CommandTarget
@@ -32,7 +34,8 @@ def make_target(
 ) -> Target:
     """A target, not started yet (use it as a context manager, or ``start()`` and ``close()``).
 
-    * ``url``: needs ``url``; ``version`` is whatever the user says it is (default "unknown");
+    * ``url``: needs ``url``; ``version`` is whatever the user says it is (default "unknown"); a pinned Artemis
+      version also gives the target its protocol version, which the kit's clients then speak;
       a topology or workdir is refused: the kit does not configure that broker.
     * every managed kind: ``ports`` picks the nodes' free ports (default: the kernel's; a run on several processes
       gives each its own block, see ``_ports``); a command target's nodes have their ports in the target file.
@@ -53,7 +56,7 @@ def make_target(
                              "(use 'reference' or 'artemis' for cases that need one)")
         if workdir is not None:
             raise ValueError("target 'url' takes no workdir: the kit runs no broker for it")
-        return UrlTarget(url, version=version)
+        return UrlTarget(url, version=version, protocol_version=_pinned_protocol(version))
     if url is not None:
         raise ValueError(f"target {kind!r} runs its own brokers and picks their ports; a URL is only for target 'url'")
     if workdir is None:
@@ -79,3 +82,9 @@ def make_target(
                          f"(default {default}; pins live in fixtures/artemis/versions.json)")
     java_args = QUICK_START_JAVA_ARGS if quick_start else DEFAULT_JAVA_ARGS
     return ArtemisTarget(topology, workdir, version=version, ports=ports, java_args=java_args)
+
+
+def _pinned_protocol(version: str | None) -> int | None:
+    """The core protocol version of ``version`` when it is a pinned Artemis version, else None (unknown)."""
+    info = load_versions()[1].get(version or "")
+    return info.protocol_version if info is not None else None

@@ -112,6 +112,8 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
     def detach(self, failover_deadline_ms: int | None) -> None:
         """The connection failed and a new one is being made: keep everything, hold new writes, and bound
         the calls already waiting by the failover timeout instead of the dead connection's timers."""
+        if self.attached:  # the first failure of this outage: later attempts keep what it found
+            self.xid_at_failure = self.active_xid
         self.attached = False
         self._calls_at_detach = len(self.calls)
         self.calls.extend_deadlines(failover_deadline_ms)
@@ -124,6 +126,7 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         """The broker kept the session: resend what it has not seen, then what was held; returns how many
         cached commands were replayed."""
         self.connection = connection
+        self.xid_at_failure = None  # the broker kept the branch with the session: nothing failed
         replay = self.send_window.replay_after(broker_last_confirmed)
         self.commands_confirmed(broker_last_confirmed)
         self.calls.replayed(len(replay))
@@ -156,8 +159,9 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         self.credits.clear()  # credits granted by the lost session are gone; they are asked for again on use
         if self.on_credits is not None:
             self.on_credits()  # a send waiting for the old session's credits asks again (Artemis resets them)
-        if self.active_xid is not None:
-            self.write(SessionXAAfterFailedMessage(self.active_xid))
+        if self.xid_at_failure is not None:
+            self.write(SessionXAAfterFailedMessage(self.xid_at_failure))
+            self.xid_at_failure = None
         if self.started:
             self.write(SessionStart())
         self._resume(call_deadline_ms)

@@ -113,6 +113,10 @@ class SessionChannel:
         #: how many times the session was recreated; a delivery carries the value it arrived under
         self.incarnation = 0
         self.active_xid: Xid | None = None
+        #: the branch the session was associated with when its connection failed: what a recreated session
+        #: reports failed, even when the application has ended the branch meanwhile (that XA_END is held and goes
+        #: out after the report, as Artemis's client blocks it until its failover is done)
+        self.xid_at_failure: Xid | None = None
         self._blocking_correlation = -1
         self._async_correlation = 0
         self._next_consumer = 0

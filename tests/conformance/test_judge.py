@@ -32,6 +32,7 @@ def _raised(exc: BaseException) -> BaseException:
     (NotObserved("x"), "check"),
     (pytest.fail.Exception("x"), "check"),
     (BrokerRefused(104, "no such queue", "SESS_CREATECONSUMER"), "check"),
+    (BrokerRefused(108, "AMQ229033: Server and client versions incompatible", "CREATESESSION"), "kit"),
     (CallTimeout("SESS_COMMIT", 1000), "check"),
     (ConnectionFailed("closed by the peer"), "check"),
     (ConnectFailed("refused (gave up after 1 attempt(s))"), "check"),

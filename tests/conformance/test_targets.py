@@ -23,6 +23,7 @@ import pytest
 from lxml import etree
 
 from cck.codec import CoreMessage
+from cck.conformance.artemis.distribution import load_versions
 from cck.conformance.targets import (
     ALL_CAPABILITIES,
     KILL,
@@ -492,6 +493,16 @@ def test_url_target_refuses_control_naming_the_capability() -> None:
     with target:  # start and close have nothing to do, and do not refuse
         pass
     assert UrlTarget("tcp://h:1").version == "unknown"
+
+
+def test_url_target_of_a_pinned_version_speaks_its_protocol() -> None:
+    """A url target declared as a pinned Artemis version gets that version's protocol (so the kit's clients do
+    not offer a newer one the broker refuses); any other declared version leaves it unknown."""
+    _, versions = load_versions()
+    for version, info in versions.items():
+        assert make_target("url", url="tcp://h:1", version=version).protocol_version == info.protocol_version
+    assert make_target("url", url="tcp://h:1", version="9.9.9").protocol_version is None
+    assert make_target("url", url="tcp://h:1").protocol_version is None
 
 
 @pytest.mark.parametrize(

@@ -29,9 +29,12 @@ from cck.codec import (
     RoutingType,
     SessionCreateConsumerMessage,
     SessionSendMessage,
+    SessionXAAfterFailedMessage,
+    SessionXAEndMessage,
     SubscribeClusterTopologyUpdatesMessageV2,
     TransportConfiguration,
     TypedProperties,
+    Xid,
     encode_packet,
 )
 from cck.reference.broker import BrokerCore, BrokerSettings, ClusterRole
@@ -447,6 +450,49 @@ def test_a_transaction_with_work_in_it_is_rolled_back_by_a_recreate() -> None:
     net.pump()
     assert commit.error is None
     assert drain(net, setup) == [1]
+
+
+def test_a_recreated_session_reports_the_branch_it_had_at_the_failure_before_an_end_made_while_away() -> None:
+    # The application ends the branch while the session is away (the end is held): the recreated session must
+    # still report the branch failed, before that end, or the broker would end and then prepare the old branch
+    # the failed session left (a FAIL the suite once gave Artemis 2.28.0 that was this client's).
+    net = attached(NO_WINDOW)
+    setup = net.session("setup")
+    with_queue(net, setup)
+    session = net.session("xa", xa=True)
+    xid = Xid(7, b"global", b"branch")
+    started = session.xa_start(xid)
+    producer = session.create_producer("q")
+    session.send(producer, message(0, durable=True))
+    net.pump()
+    assert started.error is None
+    net.refusing = {A}
+    net.cut()
+    ended = session.xa_end(xid)  # detached: held
+    net.refusing.clear()
+    net.advance()
+    assert net.kinds()[-2:] == ["recreated", "recreated"]
+    net.pump()
+    packets = [f.packet for f in net.frames_on_current()
+               if isinstance(f.packet, SessionXAAfterFailedMessage | SessionXAEndMessage)]
+    assert packets == [SessionXAAfterFailedMessage(xid), SessionXAEndMessage(xid, False)]
+    assert ended.done
+    prepared = session.xa_prepare(xid)
+    net.pump()
+    assert isinstance(prepared.error, ClientError)  # the broker dropped the failed branch: nothing to prepare
+    assert drain(net, setup) == []
+
+
+def test_a_reattached_session_reports_no_branch_failed() -> None:
+    net = attached(WINDOW)
+    session = net.session("xa", xa=True)
+    xid = Xid(8, b"global", b"branch")
+    session.xa_start(xid)
+    net.pump()
+    net.cut()
+    assert net.kinds()[-1] == "reattached"
+    assert not [f for f in net.frames_on_current() if isinstance(f.packet, SessionXAAfterFailedMessage)]
+    assert session.xid_at_failure is None
 
 
 def test_a_delivery_from_before_a_recreate_cannot_be_acknowledged_and_its_redelivery_can() -> None:
