@@ -34,7 +34,7 @@ class Call:
     """
 
     __slots__ = ("_callbacks", "_error", "_result", "_stamped", "blocking", "correlation_id", "deadline", "expect",
-                 "request", "timeout_ms")
+                 "fails_with", "request", "timeout_ms")
 
     def __init__(self, request: str, expect: tuple[type[Packet], ...], correlation_id: int | None,
                  timeout_ms: int | None = None, *, deadline_ms: int | None = None) -> None:
@@ -48,6 +48,9 @@ class Call:
         self._result: Packet | None = _UNSET
         self._error: ClientError | None = None
         self._callbacks: list[Callable[[Call], None]] = []
+        #: set when the request was replaced before it went out (a commit a recreated session turned into a
+        #: rollback): the answer then completes the call with this error
+        self.fails_with: ClientError | None = None
 
     @property
     def done(self) -> bool:
@@ -84,7 +87,10 @@ class Call:
             self._callbacks.append(callback)
 
     def resolve(self, packet: Packet) -> None:
-        self._finish(packet, None)
+        if self.fails_with is not None:
+            self._finish(_UNSET, self.fails_with)
+        else:
+            self._finish(packet, None)
 
     def fail(self, error: ClientError) -> None:
         self._finish(_UNSET, error)

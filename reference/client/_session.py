@@ -114,6 +114,7 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         the calls already waiting by the failover timeout instead of the dead connection's timers."""
         if self.attached:  # the first failure of this outage: later attempts keep what it found
             self.xid_at_failure = self.active_xid
+            self.work_at_failure = self.work_done
         self.attached = False
         self._calls_at_detach = len(self.calls)
         self.calls.extend_deadlines(failover_deadline_ms)
@@ -127,6 +128,8 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         cached commands were replayed."""
         self.connection = connection
         self.xid_at_failure = None  # the broker kept the branch with the session: nothing failed
+        self.work_at_failure = False
+        self.commits_while_away.clear()
         replay = self.send_window.replay_after(broker_last_confirmed)
         self.commands_confirmed(broker_last_confirmed)
         self.calls.replayed(len(replay))
@@ -148,8 +151,10 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         self.receive_window.received_bytes = 0
         self.calls.fail_oldest(self._calls_at_detach, lambda call: FailoverInterrupted(call.request))
         self.attached = True
-        if self.options.transacted and self.work_done:
-            self.rollback_only = True
+        if self.options.transacted and self.work_at_failure:
+            self._lose_work()
+        self.work_at_failure = False
+        self.commits_while_away.clear()
         self._recreate_consumers()
         held = {p.producer_id for p, _ in self.held if isinstance(p, CreateProducerMessage)}
         for producer in self.producers.values():
@@ -165,6 +170,20 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         if self.started:
             self.write(SessionStart())
         self._resume(call_deadline_ms)
+
+    def _lose_work(self) -> None:
+        """The transaction's work from before the failure is gone with the old session.  A commit made while the
+        session was away goes out as a rollback and fails with TransactionRolledBack (Artemis's client blocks such
+        a commit until its failover is done, then finds the session rollback-only); with none, the session is
+        rollback-only until its next commit or rollback."""
+        if self.commits_while_away:
+            # the first held commit is the first commit made while away: its call is the first one recorded
+            for index, (packet, confirmation) in enumerate(self.held):
+                if isinstance(packet, SessionCommitMessage):
+                    self.held[index] = (RollbackMessage(False), confirmation)
+                    self.commits_while_away[0].fails_with = TransactionRolledBack(self.options.name)
+                    return
+        self.rollback_only = True
 
     def _resume(self, call_deadline_ms: int) -> None:
         self.attached = True
@@ -247,7 +266,10 @@ class SessionCore(QueueRequests, ConsumerSide, XARequests):
         # SessionCommitMessage_V2 (a correlation ID) from 2.21.0 (132); before, the empty SESS_COMMIT.
         correlation = self._blocking_id() if self.version >= ARTEMIS_2_21_0_VERSION else None
         self.work_done = False
-        return self._call(SessionCommitMessage(correlation), NULL, correlation)
+        call = self._call(SessionCommitMessage(correlation), NULL, correlation)
+        if not self.attached:  # held: what it commits is known once the session is back (see _lose_work)
+            self.commits_while_away.append(call)
+        return call
 
     def rollback(self, *, consider_last_message_as_delivered: bool = False) -> Call:
         """Roll back; buffered deliveries are dropped first, the broker redelivers them."""

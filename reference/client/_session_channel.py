@@ -117,6 +117,10 @@ class SessionChannel:
         #: reports failed, even when the application has ended the branch meanwhile (that XA_END is held and goes
         #: out after the report, as Artemis's client blocks it until its failover is done)
         self.xid_at_failure: Xid | None = None
+        #: whether the transaction had work in it when the connection failed (a recreate loses that work)
+        self.work_at_failure = False
+        #: commits made while the session was away, their requests held: the first decides that lost work's fate
+        self.commits_while_away: list[Call] = []
         self._blocking_correlation = -1
         self._async_correlation = 0
         self._next_consumer = 0

@@ -755,3 +755,48 @@ def test_the_first_connection_reaches_the_broker_after_refusals() -> None:
     assert [c.at_ms - T0 for c in net.connects()] == [0, 100, 200]
     assert net.frames_on_current()[0].packet == Ping(settings.connection_ttl_ms)  # after the preamble
     assert machine.balancer.received_topology  # the topology fed the locator's balancer
+
+
+def test_a_commit_made_while_the_session_is_away_fails_when_the_session_is_recreated() -> None:
+    # The work sent before the failure is gone with the old session: the held commit goes out as a rollback and
+    # fails with TransactionRolledBack (it once committed the recreated session's empty transaction and reported
+    # success for work that was lost).  What the session does next is a new transaction.
+    net = attached(NO_WINDOW)
+    setup = net.session("setup")
+    with_queue(net, setup)
+    session = net.session("tx", auto_commit_sends=False, auto_commit_acks=False)
+    producer = session.create_producer("q")
+    session.send(producer, message(-1, durable=True))
+    net.pump()
+    net.refusing = {A}
+    net.cut()
+    commit = session.commit()  # detached: held
+    net.refusing.clear()
+    net.advance()
+    net.pump()
+    assert net.kinds()[-2:] == ["recreated", "recreated"]
+    assert isinstance(commit.error, TransactionRolledBack)
+    session.send(producer, message(1, durable=True))
+    again = session.commit()
+    net.pump()
+    assert again.error is None
+    assert drain(net, setup) == [1]
+
+
+def test_a_commit_made_while_the_session_is_away_commits_when_the_session_is_reattached() -> None:
+    net = attached(WINDOW)
+    setup = net.session("setup")
+    with_queue(net, setup)
+    session = net.session("tx", auto_commit_sends=False, auto_commit_acks=False)
+    producer = session.create_producer("q")
+    session.send(producer, message(0, durable=True))
+    net.pump()
+    net.refusing = {A}
+    net.cut()
+    commit = session.commit()  # detached: held
+    net.refusing.clear()
+    net.advance()
+    net.pump()
+    assert net.kinds()[-1] == "reattached"
+    assert commit.error is None
+    assert drain(net, setup) == [0]
