@@ -757,16 +757,14 @@ def test_the_first_connection_reaches_the_broker_after_refusals() -> None:
     assert machine.balancer.received_topology  # the topology fed the locator's balancer
 
 
-def test_a_commit_made_while_the_session_is_away_fails_when_the_session_is_recreated() -> None:
-    # The work sent before the failure is gone with the old session: the held commit goes out as a rollback and
-    # fails with TransactionRolledBack (it once committed the recreated session's empty transaction and reported
-    # success for work that was lost).  What the session does next is a new transaction.
-    net = attached(NO_WINDOW)
+def _committed_while_away(settings: ClientSettings, seq: int) -> tuple[Net, SessionCore, SessionCore, Call]:
+    """A transacted session sends message ``seq`` and commits while its connection is cut and refused (the commit
+    is held); then the connection comes back.  The net, the setup session, the transacted one and the commit."""
+    net = attached(settings)
     setup = net.session("setup")
     with_queue(net, setup)
     session = net.session("tx", auto_commit_sends=False, auto_commit_acks=False)
-    producer = session.create_producer("q")
-    session.send(producer, message(-1, durable=True))
+    session.send(session.create_producer("q"), message(seq, durable=True))
     net.pump()
     net.refusing = {A}
     net.cut()
@@ -774,9 +772,17 @@ def test_a_commit_made_while_the_session_is_away_fails_when_the_session_is_recre
     net.refusing.clear()
     net.advance()
     net.pump()
+    return net, setup, session, commit
+
+
+def test_a_commit_made_while_the_session_is_away_fails_when_the_session_is_recreated() -> None:
+    # The work sent before the failure is gone with the old session: the held commit goes out as a rollback and
+    # fails with TransactionRolledBack (it once committed the recreated session's empty transaction and reported
+    # success for work that was lost).  What the session does next is a new transaction.
+    net, setup, session, commit = _committed_while_away(NO_WINDOW, -1)
     assert net.kinds()[-2:] == ["recreated", "recreated"]
     assert isinstance(commit.error, TransactionRolledBack)
-    session.send(producer, message(1, durable=True))
+    session.send(session.create_producer("q"), message(1, durable=True))
     again = session.commit()
     net.pump()
     assert again.error is None
@@ -784,19 +790,7 @@ def test_a_commit_made_while_the_session_is_away_fails_when_the_session_is_recre
 
 
 def test_a_commit_made_while_the_session_is_away_commits_when_the_session_is_reattached() -> None:
-    net = attached(WINDOW)
-    setup = net.session("setup")
-    with_queue(net, setup)
-    session = net.session("tx", auto_commit_sends=False, auto_commit_acks=False)
-    producer = session.create_producer("q")
-    session.send(producer, message(0, durable=True))
-    net.pump()
-    net.refusing = {A}
-    net.cut()
-    commit = session.commit()  # detached: held
-    net.refusing.clear()
-    net.advance()
-    net.pump()
+    net, setup, _, commit = _committed_while_away(WINDOW, 0)
     assert net.kinds()[-1] == "reattached"
     assert commit.error is None
     assert drain(net, setup) == [0]
