@@ -51,8 +51,8 @@ def _run_args(options: argparse.Namespace, extra: Sequence[str]) -> list[str]:
                         ("--deviations", options.deviations)):
         if value is not None:
             args += [flag, str(value)]
-    if options.jobs > 1:  # pytest-xdist; load: items handed out in collection order (alone cases last)
-        args += ["-n", str(options.jobs), "--dist", "load"]
+    if options.jobs > 1:  # pytest-xdist; worksteal: the kit's scheduler (alone cases last, plugin/_schedule.py)
+        args += ["-n", str(options.jobs), "--dist", "worksteal"]
     for glob in options.case or ():
         args += ["--case", glob]
     for clause in options.clause or ():

@@ -10,7 +10,8 @@ one run:
   collected whose end no report told (its worker died) is the kit's error, never a verdict of the broker;
 * a case marked ``cck_alone`` runs with no other case in progress (:class:`CaseGate`): its verdict compares
   measured times with the run's tolerance, and another case's brokers starting beside it on a small machine
-  would be measured with it.
+  would be measured with it; ``--dist worksteal`` (what ``cck run --jobs`` asks for) hands them out last, once
+  no process has another case to give up (:mod:`._schedule`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import pytest
 from cck.conformance.targets import PortBlock, PortSource, free_ports, launch_counts
 
 from ._run import RUN_KEY, CaseResult, RunState
+from ._schedule import AloneLastScheduling, write_alone
 
 __all__ = ["ALONE_MARKER", "PARALLEL_CONTROLLER", "RESULT_PROPERTY", "CaseGate", "GateTimeout", "ParallelController",
            "ParallelWorker", "port_source", "register_parallel", "result_property", "worker_input"]
@@ -146,6 +148,10 @@ class ParallelController:
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self._collected.update(ids)
 
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> AloneLastScheduling | None:
+        """``--dist worksteal`` with the alone cases held back to the end; any other ``--dist`` is xdist's own."""
+        return AloneLastScheduling(config, log, self._gate_dir) if config.getoption("dist") == "worksteal" else None
+
     @pytest.hookimpl(tryfirst=True)  # before junitxml and others see the report: the property is ours alone
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown":
@@ -169,16 +175,19 @@ class ParallelController:
 class ParallelWorker:
     """A worker's side: hold the gate around each case, cases marked alone last, counts at the end."""
 
-    def __init__(self, state: RunState, gate: CaseGate, workeroutput: dict[str, Any]) -> None:
+    def __init__(self, state: RunState, gate: CaseGate, gate_dir: Path, workeroutput: dict[str, Any]) -> None:
         self._state = state
         self._gate = gate
+        self._gate_dir = gate_dir
         self._output = workeroutput
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Alone cases last (each worker collects the same order, and ``--dist load`` hands items out in it): run
-        one after another at the end, they wait for the other processes' cases once, not once each."""
+        """Alone cases last, and named for the controller's scheduler: run one after another at the end, they wait
+        for the other processes' cases once, not once each (every worker collects the same order, and xdist's
+        ``load`` hands items out in it)."""
         items.sort(key=lambda item: item.get_closest_marker(ALONE_MARKER) is not None)
+        write_alone(self._gate_dir, [item.nodeid for item in items if item.get_closest_marker(ALONE_MARKER)])
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object,
@@ -199,8 +208,8 @@ def register_parallel(config: pytest.Config, state: RunState) -> None:
     given; in a run of one process, nothing."""
     workerinput = worker_input(config)
     if workerinput is not None:
-        gate = CaseGate(Path(workerinput["cck_gate_dir"]))
-        config.pluginmanager.register(ParallelWorker(state, gate, config.workeroutput),  # type: ignore[attr-defined]
+        gate_dir = Path(workerinput["cck_gate_dir"])
+        config.pluginmanager.register(ParallelWorker(state, CaseGate(gate_dir), gate_dir, config.workeroutput),  # type: ignore[attr-defined]
                                       "cck-parallel-worker")
         return
     if config.getoption("dist", "no") == "no":

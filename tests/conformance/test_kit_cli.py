@@ -68,7 +68,7 @@ def test_repeat_below_one_is_refused(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_jobs_runs_the_cases_on_that_many_processes() -> None:
-    assert _args("--target", "reference", "--jobs", "3") == ["--target", "reference", "-n", "3", "--dist", "load",
+    assert _args("--target", "reference", "--jobs", "3") == ["--target", "reference", "-n", "3", "--dist", "worksteal",
                                                             str(SUITE_DIR)]
     assert _args("--target", "reference", "--jobs", "1") == ["--target", "reference", str(SUITE_DIR)]
 

@@ -78,9 +78,10 @@ def test_alone(case):
 '''
 
 
-def test_an_alone_case_runs_while_no_other_case_does(kit: pytest.Pytester) -> None:  # noqa: F811
+@pytest.mark.parametrize("dist", ["worksteal", "load"])  # the kit's scheduler (cck run --jobs), xdist's own
+def test_an_alone_case_runs_while_no_other_case_does(kit: pytest.Pytester, dist: str) -> None:  # noqa: F811
     kit.makepyfile(test_demo=TIMED_SUITE)
-    result = kit.runpytest_subprocess(*TARGET, "-n", "3", ".")
+    result = kit.runpytest_subprocess(*TARGET, "-n", "3", "--dist", dist, ".")
     assert result.ret == 0
     rows = [json.loads(line) for line in (kit.path / "intervals.jsonl").read_text().splitlines()]
     assert len(rows) == 9
