@@ -72,14 +72,16 @@ class AloneLastScheduling(WorkStealingScheduling):  # type: ignore[misc]  # (an 
         and the next) and shut the idle ones down: then the alone cases go out instead."""
         if self.steal_requested_from_node is not None:
             return False
-        held = [len(pending) for node, pending in self.node2pending.items() if not node.shutting_down]
-        idle = [i for i, count in enumerate(held) if count < _KEEPS]
+        queued = [len(pending) for node, pending in self.node2pending.items() if not node.shutting_down]
+        if not queued:  # no process left to give them to: as worksteal would, leave them pending
+            return True
+        idle = [i for i, count in enumerate(queued) if count < _KEEPS]
         waiting = len(self.pending)
         for n, i in enumerate(idle):  # as worksteal shares them: an equal part to each idle process in turn
             part = waiting // (len(idle) - n)
-            held[i] += part
+            queued[i] += part
             waiting -= part
-        return bool(idle) and waiting == 0 and all(count <= _KEEPS for count in held)
+        return bool(idle) and waiting == 0 and all(count <= _KEEPS for count in queued)
 
     @property
     def tests_finished(self) -> bool:
