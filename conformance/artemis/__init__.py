@@ -21,6 +21,7 @@ from cck.conformance.artemis.distribution import (
     cache_dir,
     ensure_distribution,
     load_versions,
+    pinned_protocol,
 )
 from cck.conformance.artemis.java_tools import ToolError, build_tools, run_tool
 
@@ -38,5 +39,6 @@ __all__ = [
     "cache_dir",
     "ensure_distribution",
     "load_versions",
+    "pinned_protocol",
     "run_tool",
 ]

@@ -47,6 +47,7 @@ __all__ = [
     "default_versions_file",
     "ensure_distribution",
     "load_versions",
+    "pinned_protocol",
     "sha256_of",
 ]
 
@@ -166,6 +167,12 @@ def load_versions(path: Path | None = None) -> tuple[str, dict[str, VersionInfo]
     if default not in versions:
         raise ArtemisError(f"{source}: default version {default!r} is not pinned")
     return default, versions
+
+
+def pinned_protocol(version: str | None) -> int | None:
+    """The core protocol version of ``version`` when it is a pinned Artemis version (versions.json), else None."""
+    info = load_versions()[1].get(version or "")
+    return info.protocol_version if info is not None else None
 
 
 def version_info(version: str | None, versions_file: Path | None = None) -> VersionInfo:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from cck.codec import CURRENT_VERSION
-from cck.conformance.artemis import load_versions
+from cck.conformance.artemis import pinned_protocol
 from cck.conformance.cases import Case
 from cck.conformance.clauses import CLAUSE_DIR, Clause, ClauseError, load_clauses
 from cck.conformance.evidence import EvidenceWriter
@@ -97,9 +97,7 @@ def _versions(settings: Settings) -> tuple[str | None, int | None]:
         return target_file.version, target_file.protocol_version or CURRENT_VERSION
     if target_file is not None and target_file.protocol_version is not None:
         return target_file.version, target_file.protocol_version
-    version = settings.artemis_version
-    info = load_versions()[1].get(version or "")
-    return version, info.protocol_version if info is not None else None
+    return settings.artemis_version, pinned_protocol(settings.artemis_version)
 
 
 def _deviations_kind(settings: Settings) -> str:

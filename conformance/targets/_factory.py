@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cck.conformance.artemis.distribution import load_versions
+from cck.conformance.artemis.distribution import pinned_protocol
 
 from ._artemis import DEFAULT_JAVA_ARGS, QUICK_START_JAVA_ARGS, ArtemisTarget, pinned_artemis_versions
 from ._base import Target
@@ -56,7 +56,7 @@ def make_target(
                              "(use 'reference' or 'artemis' for cases that need one)")
         if workdir is not None:
             raise ValueError("target 'url' takes no workdir: the kit runs no broker for it")
-        return UrlTarget(url, version=version, protocol_version=_pinned_protocol(version))
+        return UrlTarget(url, version=version, protocol_version=pinned_protocol(version))
     if url is not None:
         raise ValueError(f"target {kind!r} runs its own brokers and picks their ports; a URL is only for target 'url'")
     if workdir is None:
@@ -82,9 +82,3 @@ def make_target(
                          f"(default {default}; pins live in fixtures/artemis/versions.json)")
     java_args = QUICK_START_JAVA_ARGS if quick_start else DEFAULT_JAVA_ARGS
     return ArtemisTarget(topology, workdir, version=version, ports=ports, java_args=java_args)
-
-
-def _pinned_protocol(version: str | None) -> int | None:
-    """The core protocol version of ``version`` when it is a pinned Artemis version, else None (unknown)."""
-    info = load_versions()[1].get(version or "")
-    return info.protocol_version if info is not None else None

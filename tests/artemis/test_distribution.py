@@ -147,6 +147,14 @@ def test_pinned_table_is_well_formed() -> None:
         assert all(len(a.sha256) == 64 for a in info.artifacts)
 
 
+def test_a_pinned_versions_protocol_is_known_and_any_other_is_not() -> None:
+    _default, versions = d.load_versions()
+    assert {d.pinned_protocol(v) for v in versions} == {info.protocol_version for info in versions.values()}
+    assert d.pinned_protocol("2.44.0") == 136
+    assert d.pinned_protocol("9.9.9") is None
+    assert d.pinned_protocol(None) is None
+
+
 def test_cli_reports_unknown_version_without_traceback(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["--version", "0.0.1", "fetch"]) == 2
     err = capsys.readouterr().err
