@@ -33,8 +33,9 @@ from ._deviations import (
     find_deviation,
     load_deviations,
 )
-from ._fixtures import EVIDENCE_KEY, FRESH_MARKER
+from ._fixtures import EVIDENCE_KEY, FACTORY_KEY, FRESH_MARKER
 from ._judge import Judgement, judge_phase, judge_teardown
+from ._node_logs import KEPT_VERDICTS, keep_node_logs
 from ._options import add_options, conformance_option_given, settings_from_config
 from ._parallel import (
     ALONE_MARKER,
@@ -339,6 +340,8 @@ def _judge(state: RunState, item: pytest.Item, case: Case, call: pytest.CallInfo
         judgement = _apply_deviation(judgement, state.deviations, case.id)
         item.stash[VERDICT_KEY] = judgement
         _show(report, item, judgement)
+        if report.when == "call" and judgement.verdict in KEPT_VERDICTS:
+            _keep_logs(state, item, case)
         return
     before = item.stash.get(VERDICT_KEY, None)
     final = judge_teardown(before, report.outcome, call.excinfo.value if call.excinfo else None, message)
@@ -358,6 +361,23 @@ def _judge(state: RunState, item: pytest.Item, case: Case, call: pytest.CallInfo
     label_verdict(final)
     if state.writer is not None:
         state.writer.write_case(_case_record(state, item, case, final, report.stop), item.stash.get(EVIDENCE_KEY, None))
+
+
+def _keep_logs(state: RunState, item: pytest.Item, case: Case) -> None:
+    """The brokers' logs of a case that did not conform, into the evidence while its targets are still open (its
+    fixtures close them after this); a copy that fails is noted, never the case's verdict."""
+    factory = item.config.stash.get(FACTORY_KEY, None)
+    if state.writer is None or factory is None:
+        return
+    evidence = item.stash.get(EVIDENCE_KEY, None)
+    try:
+        kept = keep_node_logs(state.writer.directory, case.id, factory.open_targets())
+    except OSError as exc:
+        if evidence is not None:
+            evidence.note("node_logs_error", f"the nodes' logs were not kept: {exc}")
+        return
+    if evidence is not None and kept:
+        evidence.note("node_logs", kept)
 
 
 # trylast: innermost of the wrappers, so allure-pytest's (and pytest's own) see the report as the verdict left it

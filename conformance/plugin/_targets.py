@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import shutil
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from cck.conformance.targets import (
     CommandBench,
     CommandFailed,
     CommandLog,
+    ManagedTarget,
     NodeSpec,
     PortSource,
     Target,
@@ -60,6 +62,8 @@ class TargetFactory:
         #: (the plugin sets it around each case; see ``Settings.quick_start``)
         self.quick = False
         self.commands = CommandLog()
+        #: the managed targets made, as long as something holds them (a case that fails has their logs kept)
+        self._made: weakref.WeakSet[ManagedTarget] = weakref.WeakSet()
         target_file = settings.target_file
         self.bench = CommandBench(target_file, self.commands) if target_file is not None else None
 
@@ -87,10 +91,22 @@ class TargetFactory:
                                                     "target"))
         workdir = self._workdir(f"{kind}-")
         if kind == "command":
-            return make_target("command", bench=self.bench, workdir=workdir, topology=topology or Topology.single())
+            made = make_target("command", bench=self.bench, workdir=workdir, topology=topology or Topology.single())
+            self._remember(made)
+            return made
         version = self.settings.artemis_version if kind == "artemis" else None
-        return make_target(kind, version=version, workdir=workdir, topology=topology or Topology.single(),
+        made = make_target(kind, version=version, workdir=workdir, topology=topology or Topology.single(),
                            ports=self._ports, quick_start=self.quick if quick is None else quick)
+        self._remember(made)
+        return made
+
+    def _remember(self, target: Target) -> None:
+        if isinstance(target, ManagedTarget):
+            self._made.add(target)
+
+    def open_targets(self) -> list[ManagedTarget]:
+        """The managed targets made here and not closed since they last started."""
+        return [target for target in self._made if not target.closed]
 
     def flavour(self, topology: Topology) -> tuple[Topology, bool]:
         """What a started target kept for reuse must match to serve the case in progress: its topology and how

@@ -119,6 +119,9 @@ class ManagedNode(Node):
         self.spec = spec
         self.topology = topology
         self.node_dir = node_dir
+        #: everything the broker wrote, every run of it (the kit appends; a case that fails has it copied to the
+        #: evidence)
+        self.log_file = node_dir / "broker.log"
         self.start_deadline_s = start_deadline_s
         self.stop_deadline_s = stop_deadline_s
         #: how many times the broker was started: a case that left it as it found it left this unchanged
@@ -208,7 +211,6 @@ class ProcessNode(ManagedNode):
         self, spec: NodeSpec, topology: Topology, node_dir: Path, *, start_deadline_s: float, stop_deadline_s: float
     ) -> None:
         super().__init__(spec, topology, node_dir, start_deadline_s=start_deadline_s, stop_deadline_s=stop_deadline_s)
-        self.log_file = node_dir / "broker.log"
         self.last_exit_code: int | None = None
         self._process: BrokerProcess | None = None
         self._prepared = False
@@ -416,6 +418,8 @@ class ManagedTarget(Target):
         super().__init__(version, capabilities, None, protocol_version)
         self.workdir = workdir.absolute()
         self._ports = ports
+        #: closed (its nodes released) since it was last started
+        self.closed = False
         self.network: NetnsNetwork | None = None
         if topology.network == "netns":
             why = netns_unavailable()
@@ -458,6 +462,7 @@ class ManagedTarget(Target):
         """Start the stopped nodes in parallel (a JVM takes seconds; a cluster's nodes wait for each
         other anyway).  If one fails, the nodes this call started are killed and its error raised."""
         stopped = [n for n in self._nodes if not n.is_running]
+        self.closed = False
         if self.network is not None and not self.network.created:
             self.network.create()
         ha = self.topology.ha
@@ -476,6 +481,7 @@ class ManagedTarget(Target):
         _run_all([n for n in self._nodes if n.is_running], lambda node: node.stop())
 
     def close(self) -> None:
+        self.closed = True
         for node in self._nodes:
             node.close()
         if self.network is not None:

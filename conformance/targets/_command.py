@@ -211,7 +211,7 @@ class CommandNode(ManagedNode):
         template = self.file_node.commands.log
         assert template is not None
         command = fill(template, self._builtins(), dict(self.file_node.variables))
-        return BrokerProcess(["/bin/sh", "-c", command], ready=ready, log_file=self.node_dir / "broker.log",
+        return BrokerProcess(["/bin/sh", "-c", command], ready=ready, log_file=self.log_file,
                              tail=self._tail, cwd=self.node_dir, label="log follower")
 
     def _wait_accepting(self, deadline_s: float) -> None:

@@ -369,6 +369,30 @@ def test_real(case, cck_target, cck_settings):
                                  "1 broker cases against reference broker*: PASS 1"])
 
 
+def test_a_case_that_fails_keeps_its_brokers_logs(kit: pytest.Pytester) -> None:
+    kit.makepyfile(test_logs='''
+from cck.conformance.cases import Case, cases
+from cck.conformance.targets import Topology
+
+@cases(Case("demo.logs.1", "demo.must", "a broker, then nothing wrong", "it runs"),
+       Case("demo.logs.2", "demo.must", "a broker, then a broken clause", "it runs"))
+def test_logs(case, cck_make_target, evidence):
+    cck_make_target(Topology.single())
+    assert case.id.endswith(".1"), "the clause is broken"
+''')
+    result = kit.runpytest("-p", "no:cacheprovider", "--target", "reference", "--clause-table", "clauses",
+                           "--evidence-dir", "ev", "test_logs.py")
+    assert result.ret == 1, result.stdout.str()
+    (run_dir,) = (kit.path / "ev").iterdir()
+    (kept,) = (run_dir / "logs" / "demo.logs.2").iterdir()  # the one node of the failing case; none of the other
+    assert kept.name.endswith("-node0.log")
+    assert "demo.logs.1" not in {p.name for p in (run_dir / "logs").iterdir()}
+    assert kept.read_text().strip(), "the node's log is empty"
+    notes = [json.loads(line) for line in (run_dir / "notes.jsonl").read_text().splitlines()]
+    (paths,) = [n["value"] for n in notes if n["case_id"] == "demo.logs.2" and n["key"] == "node_logs"]
+    assert paths == [kept.relative_to(run_dir).as_posix()]
+
+
 POOL = '''
 import pytest
 
