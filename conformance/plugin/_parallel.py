@@ -209,8 +209,9 @@ def register_parallel(config: pytest.Config, state: RunState) -> None:
     workerinput = worker_input(config)
     if workerinput is not None:
         gate_dir = Path(workerinput["cck_gate_dir"])
-        config.pluginmanager.register(ParallelWorker(state, CaseGate(gate_dir), gate_dir, config.workeroutput),  # type: ignore[attr-defined]
-                                      "cck-parallel-worker")
+        output = config.workeroutput  # type: ignore[attr-defined]  # (xdist's, on a worker's config)
+        worker = ParallelWorker(state, CaseGate(gate_dir), gate_dir, output)
+        config.pluginmanager.register(worker, "cck-parallel-worker")
         return
     if config.getoption("dist", "no") == "no":
         return

@@ -92,17 +92,13 @@ class TargetFactory:
         workdir = self._workdir(f"{kind}-")
         if kind == "command":
             made = make_target("command", bench=self.bench, workdir=workdir, topology=topology or Topology.single())
-            self._remember(made)
-            return made
-        version = self.settings.artemis_version if kind == "artemis" else None
-        made = make_target(kind, version=version, workdir=workdir, topology=topology or Topology.single(),
-                           ports=self._ports, quick_start=self.quick if quick is None else quick)
-        self._remember(made)
+        else:
+            version = self.settings.artemis_version if kind == "artemis" else None
+            made = make_target(kind, version=version, workdir=workdir, topology=topology or Topology.single(),
+                               ports=self._ports, quick_start=self.quick if quick is None else quick)
+        if isinstance(made, ManagedTarget):
+            self._made.add(made)
         return made
-
-    def _remember(self, target: Target) -> None:
-        if isinstance(target, ManagedTarget):
-            self._made.add(target)
 
     def open_targets(self) -> list[ManagedTarget]:
         """The managed targets made here and not closed since they last started."""
