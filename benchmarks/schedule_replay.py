@@ -147,8 +147,12 @@ class _Quiet:
 
 
 def _collected(*selection: str) -> list[str]:
+    """The suite's test IDs in collection order; a collection that fails is raised, with pytest's last words."""
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                           *selection, str(SUITE)], capture_output=True, text=True, check=False)
+    if out.returncode not in (0, 5):  # 5: nothing selected
+        last = (out.stdout + out.stderr).strip().splitlines()[-3:]
+        raise RuntimeError(f"collecting {SUITE} failed (pytest exit {out.returncode}): {' / '.join(last)}")
     return [line for line in out.stdout.splitlines() if "::" in line]
 
 
@@ -167,8 +171,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"{cases_file}: no such file (give a run's directory inside the evidence directory)")
     took = {row["case_id"]: float(row["duration_s"])
             for row in map(json.loads, cases_file.read_text(encoding="utf-8").splitlines()) if "duration_s" in row}
-    alone_ids = set(_ids(_collected("-m", "cck_alone")))
-    order = [case for case in _ids(_collected()) if case in took]
+    try:
+        alone_ids = set(_ids(_collected("-m", "cck_alone")))
+        order = [case for case in _ids(_collected()) if case in took]
+    except RuntimeError as exc:
+        parser.error(str(exc))
     order.sort(key=lambda case: case in alone_ids)  # as the workers order them
     missing = sorted(set(took) - set(order))
     if missing:
